@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# End-to-end checks of `reel storage` and `reel smoke` on a local store, run by ctest.
+# Usage: cli_test.sh PATH_TO_REEL
+set -u
+REEL=$1
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+passes=0
+failures=0
+check() {  # check DESCRIPTION COMMAND... : the command must succeed
+  local what=$1; shift
+  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; failures=$((failures + 1)); fi
+}
+
+head -c 3000000 /dev/urandom > "$WORK/input.bin"
+
+# cp file -> store key, stat, cat round trip.
+check "cp local file into a store" "$REEL" storage cp -q "$WORK/input.bin" "file://$WORK/store/dir/a.bin"
+check "copied bytes identical" cmp -s "$WORK/input.bin" "$WORK/store/dir/a.bin"
+check "stat reports the size" bash -c "'$REEL' storage stat '$WORK/store/dir/a.bin' | grep -q 'size:     3000000 '"
+check "cat round trip" bash -c "'$REEL' storage cat '$WORK/store/dir/a.bin' | cmp -s - '$WORK/input.bin'"
+
+# cp into a "directory" keeps the name; recursive copy of a tree; listing with and without -r.
+check "cp into dir/ keeps the name" "$REEL" storage cp -q "$WORK/input.bin" "$WORK/store/other/"
+check "file landed under its name" test -f "$WORK/store/other/input.bin"
+check "recursive copy" "$REEL" storage cp -q -r "$WORK/store" "$WORK/copy"
+check "recursive copy complete" cmp -s "$WORK/store/dir/a.bin" "$WORK/copy/dir/a.bin"
+check "ls shows prefixes" bash -c "'$REEL' storage ls '$WORK/copy' | grep -Eq 'PRE +dir/'"
+check "ls -r shows keys" bash -c "'$REEL' storage ls -r '$WORK/copy' 2>/dev/null | grep -q ' other/input.bin$'"
+check "ls -r counts objects" bash -c "'$REEL' storage ls -r '$WORK/copy' 2>&1 >/dev/null | grep -q '^2 objects'"
+
+# Errors: missing object -> exit 2 with a message naming it; bad scheme -> exit 3.
+"$REEL" storage stat "$WORK/store/missing.bin" 2> "$WORK/err"; code=$?
+check "stat missing exits 2" test "$code" -eq 2
+check "stat missing names the key" grep -q "missing.bin" "$WORK/err"
+"$REEL" storage ls "ftp://host/x" 2> "$WORK/err"; code=$?
+check "unknown scheme exits 3" test "$code" -eq 3
+check "unknown scheme explained" grep -q "unknown scheme 'ftp'" "$WORK/err"
+"$REEL" storage rm "$WORK/store/missing.bin" 2>/dev/null; code=$?
+check "rm of a missing object exits 2" test "$code" -eq 2
+
+check "rm removes" "$REEL" storage rm "$WORK/store/dir/a.bin"
+check "removed object is gone" test ! -e "$WORK/store/dir/a.bin"
+check "rm -r removes a tree" "$REEL" storage rm -r "$WORK/copy"
+check "tree is gone" bash -c "! find '$WORK/copy' -type f | grep -q ."
+
+# The main job on embedded defaults, small sizes.
+check "smoke run" bash -c "cd '$WORK' && '$REEL' smoke --objects 8 --object-kib 64 --large-mib 16 | grep -q 'smoke: OK'"
+check "smoke cleaned up" bash -c "! find '$WORK/reel-data/smoke' -type f | grep -q ."
+
+"$REEL" --log-level loud storage ls "$WORK" 2> "$WORK/err"; code=$?
+check "bad log level refused" test "$code" -ne 0
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

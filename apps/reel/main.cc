@@ -1,0 +1,35 @@
+// reel: ingest, train, register and serve video models. Subcommands live one per file.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "apps/reel/commands.h"
+#include "base/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"reel: distributed video-classification training and serving"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("reel ") + REEL_VERSION);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->envname("REEL_LOG_LEVEL");
+  bool json_logs = false;
+  app.add_flag("--json-logs", json_logs, "log JSON lines even on a terminal");
+
+  int exit_code = 0;
+  reel::cli::RegisterStorage(app, &exit_code);
+  reel::cli::RegisterSmoke(app, &exit_code);
+
+  app.parse_complete_callback([&] {
+    reel::Status status =
+        reel::InitLogging(log_level, json_logs ? reel::LogFormat::kJson : reel::LogFormat::kAuto);
+    if (!status.ok()) throw CLI::ValidationError("--log-level", status.message());
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

@@ -1,0 +1,172 @@
+// storage_bench: MB/s of put and get of one large object through Reel's stores, each beside the
+// same transfer done by the standard tools (cp for the local store, curl for S3), as ratios.
+//
+//   storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3]
+// S3 figures need the AWS_* variables of a running endpoint (bench/run_storage_bench.sh starts a
+// Ceph cluster and sets them). Each figure is the median of --repeat runs.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/hash.h"
+#include "storage/local_store.h"
+#include "storage/s3_store.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  uint64_t size_mib = 256;
+  int repeat = 3;
+  std::string dir = "/tmp";
+  bool s3 = true;
+};
+
+double MedianSeconds(int repeat, const std::function<bool()>& run) {
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    auto start = Clock::now();
+    if (!run()) {
+      std::fprintf(stderr, "storage_bench: a run failed\n");
+      std::exit(1);
+    }
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+bool Shell(const std::string& command) { return std::system(command.c_str()) == 0; }
+
+void Row(const char* what, double reel_mbs, const char* peer, double peer_mbs) {
+  std::printf("%-34s %9.1f MB/s   %-26s %9.1f MB/s   ratio %5.2fx\n", what, reel_mbs, peer,
+              peer_mbs, peer_mbs > 0 ? reel_mbs / peer_mbs : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "storage_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--size-mib") args.size_mib = std::stoull(next());
+    else if (a == "--repeat") args.repeat = std::stoi(next());
+    else if (a == "--dir") args.dir = next();
+    else if (a == "--no-s3") args.s3 = false;
+    else {
+      std::fprintf(stderr, "usage: storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3]\n");
+      return 2;
+    }
+  }
+  const uint64_t bytes = args.size_mib << 20;
+  const double mb = bytes / 1e6;
+  std::string work = args.dir + "/reel-storage-bench-" + std::to_string(::getpid());
+  ::mkdir(work.c_str(), 0755);
+
+  std::printf("object: %llu MiB, median of %d runs, %s\n",
+              static_cast<unsigned long long>(args.size_mib), args.repeat, work.c_str());
+  std::string data(bytes, '\0');
+  std::mt19937_64 rng(42);
+  for (uint64_t i = 0; i + 8 <= bytes; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(data.data() + i, &v, 8);
+  }
+  const std::string source = work + "/source.bin";
+  {
+    std::ofstream out(source, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  }
+  const std::string expected = reel::Xxh3_128Hex(data);
+
+  // ---- Local file system: LocalStore (temp file, fsync, rename) against cp (+ sync). ----
+  auto local = reel::storage::LocalStore::Open(work + "/store");
+  if (!local.ok()) {
+    std::fprintf(stderr, "storage_bench: %s\n", local.status().ToString().c_str());
+    return 1;
+  }
+  double put_s = MedianSeconds(args.repeat, [&] { return (*local)->Put("obj.bin", data).ok(); });
+  double cp_sync_s = MedianSeconds(args.repeat, [&] {
+    return Shell("cp '" + source + "' '" + work + "/cp.bin' && sync -f '" + work + "/cp.bin'");
+  });
+  double cp_s = MedianSeconds(args.repeat, [&] {
+    return Shell("cp '" + source + "' '" + work + "/cp.bin'");
+  });
+  double get_s = MedianSeconds(args.repeat, [&] {
+    auto got = (*local)->Get("obj.bin");
+    return got.ok() && got->size() == bytes;
+  });
+  double cp_read_s = MedianSeconds(args.repeat, [&] {
+    return Shell("cp '" + work + "/store/obj.bin' /dev/null");
+  });
+  std::printf("\n== local store (page cache warm; Reel fsyncs every put) ==\n");
+  Row("put (fsync + rename)", mb / put_s, "cp + sync", mb / cp_sync_s);
+  Row("put (fsync + rename)", mb / put_s, "cp (no fsync)", mb / cp_s);
+  Row("get (into memory)", mb / get_s, "cp to /dev/null", mb / cp_read_s);
+
+  if (args.s3) {
+    auto options = reel::storage::S3Options::FromEnvironment();
+    if (!options.ok() || options->endpoint.empty()) {
+      std::fprintf(stderr, "storage_bench: no S3 endpoint (set AWS_ENDPOINT_URL or use --no-s3)\n");
+      return 1;
+    }
+    std::string bucket = "reel-bench-" + std::to_string(::getpid());
+    auto parallel = reel::storage::S3Store::Open(bucket, "", *options);
+    reel::storage::S3Options single_options = *options;
+    single_options.parallelism = 1;
+    single_options.multipart_threshold = 5ull << 30;  // one PUT
+    single_options.part_size = bytes;                 // one GET
+    auto single = reel::storage::S3Store::Open(bucket, "", single_options);
+    if (!parallel.ok() || !single.ok() || !(*parallel)->CreateBucket().ok()) {
+      std::fprintf(stderr, "storage_bench: cannot create bucket %s\n", bucket.c_str());
+      return 1;
+    }
+    std::string curl = "curl -sf --aws-sigv4 'aws:amz:" + options->region + ":s3' --user '" +
+                       options->access_key_id + ":" + options->secret_access_key +
+                       "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' ";
+    std::string url = options->endpoint + "/" + bucket + "/curl.bin";
+
+    double s3_put_single = MedianSeconds(args.repeat, [&] { return (*single)->Put("one.bin", data).ok(); });
+    double s3_put_parallel = MedianSeconds(args.repeat, [&] { return (*parallel)->Put("par.bin", data).ok(); });
+    double curl_put = MedianSeconds(args.repeat, [&] {
+      return Shell(curl + "-H 'Expect:' -T '" + source + "' '" + url + "' -o /dev/null");
+    });
+    double s3_get_single = MedianSeconds(args.repeat, [&] {
+      auto got = (*single)->Get("par.bin");
+      return got.ok() && got->size() == bytes;
+    });
+    double s3_get_parallel = MedianSeconds(args.repeat, [&] {
+      auto got = (*parallel)->Get("par.bin");
+      return got.ok() && reel::Xxh3_128Hex(*got) == expected;
+    });
+    double curl_get = MedianSeconds(args.repeat, [&] { return Shell(curl + "'" + url + "' -o /dev/null"); });
+
+    std::printf("\n== S3 (%s, %d-way parallel, %llu MiB parts) ==\n", options->endpoint.c_str(),
+                options->parallelism, static_cast<unsigned long long>(options->part_size >> 20));
+    Row("put, one stream (single PUT)", mb / s3_put_single, "curl -T", mb / curl_put);
+    Row("put, parallel multipart", mb / s3_put_parallel, "curl -T", mb / curl_put);
+    Row("get, one stream", mb / s3_get_single, "curl -o /dev/null", mb / curl_get);
+    Row("get, parallel ranges", mb / s3_get_parallel, "curl -o /dev/null", mb / curl_get);
+    for (const char* key : {"one.bin", "par.bin", "curl.bin"}) (void)(*parallel)->Delete(key);
+    (void)(*parallel)->DeleteBucket();
+  }
+  Shell("rm -rf '" + work + "'");
+  return 0;
+}

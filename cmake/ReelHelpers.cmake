@@ -1,0 +1,32 @@
+# reel_add_library(NAME SOURCES ... DEPS ...): one static library per part, headers included as
+# "part/header.h" from src/.
+function(reel_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# reel_add_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...] [TIMEOUT s] [ENV ...]):
+# one GoogleTest binary, registered with ctest as one test. FIXTURES names ctest fixtures the
+# test needs (for example the Ceph cluster that tests/ceph_fixture starts and stops).
+function(reel_add_test name)
+  if(NOT REEL_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS;FIXTURES;ENV" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "REEL_SOURCE_DIR=${PROJECT_SOURCE_DIR};REEL_BINARY_DIR=${PROJECT_BINARY_DIR};${ARG_ENV}")
+  if(ARG_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_FIXTURES)
+    set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
+  endif()
+endfunction()

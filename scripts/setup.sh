@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything Reel needs on a fresh Debian 12 machine. Idempotent: packages already
+# present are skipped, so a second run takes a second.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates
+  # base
+  libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
+  libssl-dev libzstd-dev
+  # storage
+  libcurl4-openssl-dev
+  # media
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+  # tensors
+  libtorch-dev libopenblas0-pthread
+  # registry / sched / serve
+  libsqlite3-dev libcpp-httplib-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # a real S3 store for the tests: single-host Ceph with radosgw
+  ceph-mon ceph-osd radosgw ceph-common
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all dependencies present"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine, builds Reel with its tests, and runs every test (unit tests,
+# CLI tests, and integration tests against a real Ceph cluster that ctest starts and stops).
+# Extra arguments go to ctest (e.g. -R storage, -L integration, -LE integration).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEL_BUILD_TESTS=ON
+ninja -C build
+cd build
+ctest --output-on-failure --timeout 900 "$@"

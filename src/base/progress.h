@@ -1,0 +1,47 @@
+// A progress bar for long work on stderr: "label  45% 120.0/266.0 MiB  88.1 MiB/s  ETA 0:02".
+// Silent when stderr is not a terminal (CI logs stay clean) or when disabled.
+// Thread-safety: Add may be called from several threads; redraws are rate-limited (10 per second).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace reel {
+
+class Progress {
+ public:
+  enum class Unit { kBytes, kItems };
+
+  // total == 0 means unknown (no percentage or ETA). `enabled` false forces silence.
+  Progress(std::string label, uint64_t total, Unit unit = Unit::kBytes, bool enabled = true);
+  ~Progress();  // calls Finish()
+
+  void Add(uint64_t amount);
+  void Finish();  // draws the final line and a newline once; later calls do nothing
+
+  uint64_t done() const { return done_.load(); }
+  bool visible() const { return visible_; }
+
+  // "1.5 MiB", "12.0 KiB", "17 B"
+  static std::string FormatBytes(double bytes);
+  // "1:02:03" or "2:03"
+  static std::string FormatDuration(double seconds);
+
+ private:
+  void Draw(bool final_line);
+
+  std::string label_;
+  uint64_t total_;
+  Unit unit_;
+  bool visible_;
+  std::atomic<uint64_t> done_{0};
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+  std::mutex draw_mu_;
+  bool finished_ = false;
+};
+
+}  // namespace reel

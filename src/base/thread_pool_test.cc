@@ -1,0 +1,141 @@
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace reel {
+namespace {
+
+TEST(ThreadPoolTest, SizeDefaultsToHardware) {
+  ThreadPool pool;
+  EXPECT_GE(pool.size(), 1u);
+  ThreadPool three(3);
+  EXPECT_EQ(three.size(), 3u);
+}
+
+TEST(ThreadPoolTest, ResultsComeBack) {
+  ThreadPool pool(4);
+  std::vector<std::future<int>> futures;
+  for (int i = 0; i < 100; ++i) futures.push_back(pool.Submit([i] { return i * i; }));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(futures[i].get(), i * i);
+}
+
+TEST(ThreadPoolTest, VoidAndMoveOnlyResults) {
+  ThreadPool pool(2);
+  std::atomic<int> counter{0};
+  pool.Submit([&] { counter++; }).get();
+  EXPECT_EQ(counter.load(), 1);
+  auto ptr = pool.Submit([] { return std::make_unique<std::string>("moved"); }).get();
+  EXPECT_EQ(*ptr, "moved");
+}
+
+TEST(ThreadPoolTest, ExceptionsPropagateThroughFuture) {
+  ThreadPool pool(2);
+  auto future = pool.Submit([]() -> int { throw std::runtime_error("boom"); });
+  try {
+    future.get();
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "boom");
+  }
+  // The worker survived the throw.
+  EXPECT_EQ(pool.Submit([] { return 7; }).get(), 7);
+}
+
+TEST(ThreadPoolTest, TasksSubmittedFromTasksRun) {
+  ThreadPool pool(1);  // one worker: the inner task can only run after the outer one returns
+  auto outer = pool.Submit([&pool] { return pool.Submit([] { return 11; }); });
+  std::future<int> inner = outer.get();
+  EXPECT_EQ(inner.get(), 11);
+}
+
+TEST(ThreadPoolTest, RunsTasksInParallel) {
+  ThreadPool pool(4);
+  std::atomic<int> running{0};
+  std::atomic<int> peak{0};
+  std::vector<std::future<void>> futures;
+  for (int i = 0; i < 4; ++i) {
+    futures.push_back(pool.Submit([&] {
+      const int now = ++running;
+      int expected = peak.load();
+      while (now > expected && !peak.compare_exchange_weak(expected, now)) {
+      }
+      // Wait (bounded) for the others so that all four overlap.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (peak.load() < 4 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      --running;
+    }));
+  }
+  for (auto& f : futures) f.get();
+  EXPECT_EQ(peak.load(), 4);
+}
+
+TEST(ThreadPoolTest, DestructorDrainsQueue) {
+  std::atomic<int> done{0};
+  {
+    ThreadPool pool(2);
+    for (int i = 0; i < 200; ++i) {
+      (void)pool.Submit([&done] {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        ++done;
+      });
+    }
+  }  // futures were dropped; the destructor still runs every task
+  EXPECT_EQ(done.load(), 200);
+}
+
+TEST(ThreadPoolTest, DestructorRunsTasksSubmittedWhileDraining) {
+  std::atomic<int> done{0};
+  {
+    ThreadPool pool(2);
+    for (int i = 0; i < 10; ++i) {
+      (void)pool.Submit([&pool, &done] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        (void)pool.Submit([&done] { ++done; });
+        ++done;
+      });
+    }
+  }
+  EXPECT_EQ(done.load(), 20);
+}
+
+TEST(ThreadPoolTest, SubmitFromManyThreads) {
+  ThreadPool pool(3);
+  std::vector<std::thread> submitters;
+  std::atomic<long> sum{0};
+  for (int t = 0; t < 4; ++t) {
+    submitters.emplace_back([&pool, &sum, t] {
+      std::vector<std::future<void>> futures;
+      for (int i = 0; i < 250; ++i) futures.push_back(pool.Submit([&sum, t, i] { sum += t * 1000 + i; }));
+      for (auto& f : futures) f.get();
+    });
+  }
+  for (auto& s : submitters) s.join();
+  long expected = 0;
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 250; ++i) expected += t * 1000 + i;
+  EXPECT_EQ(sum.load(), expected);
+}
+
+TEST(ThreadPoolTest, SingleWorkerRunsInFifoOrder) {
+  ThreadPool pool(1);
+  std::vector<int> order;
+  std::vector<std::future<void>> futures;
+  for (int i = 0; i < 20; ++i) futures.push_back(pool.Submit([&order, i] { order.push_back(i); }));
+  for (auto& f : futures) f.get();
+  std::vector<int> expected;
+  for (int i = 0; i < 20; ++i) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+}
+
+}  // namespace
+}  // namespace reel

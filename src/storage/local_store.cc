@@ -1,0 +1,364 @@
+#include "storage/local_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include "storage/listing.h"
+
+namespace reel::storage {
+namespace {
+
+constexpr std::string_view kTempPrefix = ".reel-tmp-";
+
+std::string ParentOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// mkdir -p. A component that exists as a file gives FailedPrecondition.
+Status MakeDirs(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::Ok();
+    return FailedPreconditionError("'" + dir + "' is a file, so nothing can be stored under it");
+  }
+  if (dir != "/" && !dir.empty()) REEL_RETURN_IF_ERROR(MakeDirs(ParentOf(dir)));
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoToStatus(errno, "mkdir '" + dir + "'");
+  }
+  return Status::Ok();
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open directory '" + dir + "'");
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoToStatus(err, "fsync directory '" + dir + "'");
+  return Status::Ok();
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "write '" + path + "'");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+ObjectInfo InfoFromStat(std::string key, const struct stat& st) {
+  ObjectInfo info;
+  info.key = std::move(key);
+  info.size = static_cast<uint64_t>(st.st_size);
+  int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  info.mtime_ms = mtime_ns / 1000000;
+  char etag[64];
+  std::snprintf(etag, sizeof etag, "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(st.st_size),
+                static_cast<unsigned long long>(mtime_ns));
+  info.etag = etag;
+  return info;
+}
+
+Status MissingKey(std::string_view key, const std::string& path) {
+  return NotFoundError("no such key '" + std::string(key) + "' (" + path + ")");
+}
+
+// A file being written next to its final name; removed unless Publish succeeds.
+class TempFile {
+ public:
+  static Result<std::unique_ptr<TempFile>> Create(const std::string& final_path) {
+    REEL_RETURN_IF_ERROR(MakeDirs(ParentOf(final_path)));
+    static std::atomic<uint64_t> counter{0};
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    std::string dir = ParentOf(final_path);
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      char name[96];
+      std::snprintf(name, sizeof name, "%.*s%d-%llu-%llx", static_cast<int>(kTempPrefix.size()),
+                    kTempPrefix.data(), static_cast<int>(::getpid()),
+                    static_cast<unsigned long long>(counter++),
+                    static_cast<unsigned long long>(rng()));
+      std::string path = dir + "/" + name;
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) return std::unique_ptr<TempFile>(new TempFile(fd, path, final_path));
+      if (errno != EEXIST) return ErrnoToStatus(errno, "create temporary file in '" + dir + "'");
+    }
+    return InternalError("could not pick a unique temporary file name in '" + dir + "'");
+  }
+
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!published_) ::unlink(path_.c_str());
+  }
+
+  Status Write(std::string_view data) { return WriteAll(fd_, data, path_); }
+
+  // Makes the bytes durable, then gives them the final name.
+  Status Publish(bool if_absent, bool durable) {
+    if (durable && ::fsync(fd_) != 0) return ErrnoToStatus(errno, "fsync '" + path_ + "'");
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      return ErrnoToStatus(errno, "close '" + path_ + "'");
+    }
+    fd_ = -1;
+    if (if_absent) {
+      // link() refuses an existing name atomically; the temp name is removed either way.
+      if (::link(path_.c_str(), final_path_.c_str()) != 0) {
+        int err = errno;
+        if (err == EEXIST) return AlreadyExistsError("'" + final_path_ + "' already exists");
+        return ErrnoToStatus(err, "link '" + final_path_ + "'");
+      }
+    } else if (::rename(path_.c_str(), final_path_.c_str()) != 0) {
+      int err = errno;
+      if (err == EISDIR) {
+        return FailedPreconditionError("'" + final_path_ + "' is a directory of other objects");
+      }
+      return ErrnoToStatus(err, "rename to '" + final_path_ + "'");
+    } else {
+      published_ = true;
+    }
+    if (durable) return FsyncDir(ParentOf(final_path_));
+    return Status::Ok();
+  }
+
+ private:
+  TempFile(int fd, std::string path, std::string final_path)
+      : fd_(fd), path_(std::move(path)), final_path_(std::move(final_path)) {}
+
+  int fd_;
+  std::string path_;
+  std::string final_path_;
+  bool published_ = false;
+};
+
+class LocalReader : public ObjectReader {
+ public:
+  LocalReader(int fd, uint64_t size, std::string path)
+      : fd_(fd), size_(size), path_(std::move(path)) {}
+  ~LocalReader() override { ::close(fd_); }
+  Result<size_t> Read(char* buffer, size_t n) override {
+    while (true) {
+      ssize_t got = ::read(fd_, buffer, n);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) return ErrnoToStatus(errno, "read '" + path_ + "'");
+    }
+  }
+  uint64_t size() const override { return size_; }
+
+ private:
+  int fd_;
+  uint64_t size_;
+  std::string path_;
+};
+
+class LocalWriter : public ObjectWriter {
+ public:
+  LocalWriter(std::unique_ptr<TempFile> file, bool durable)
+      : file_(std::move(file)), durable_(durable) {}
+  Status Write(std::string_view data) override {
+    if (!file_) return FailedPreconditionError("write to a closed writer");
+    return file_->Write(data);
+  }
+  Status Close() override {
+    if (!file_) return FailedPreconditionError("writer closed twice");
+    Status status = file_->Publish(/*if_absent=*/false, durable_);
+    file_.reset();
+    return status;
+  }
+
+ private:
+  std::unique_ptr<TempFile> file_;
+  bool durable_;
+};
+
+// Opens a key's file for reading; NotFound when it is missing or a directory.
+Result<int> OpenForRead(std::string_view key, const std::string& path, struct stat* st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return MissingKey(key, path);
+    return ErrnoToStatus(errno, "open '" + path + "'");
+  }
+  if (::fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    ::close(fd);
+    return MissingKey(key, path);
+  }
+  return fd;
+}
+
+Result<std::string> ReadRange(int fd, uint64_t offset, uint64_t length, const std::string& path) {
+  std::string out(length, '\0');
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "read '" + path + "'");
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  if (done != length) {
+    return DataLossError("'" + path + "' shrank while being read (" + std::to_string(done) +
+                         " of " + std::to_string(length) + " bytes)");
+  }
+  return out;
+}
+
+// Appends every regular file under dir (recursively) whose key starts with prefix.
+void Walk(const std::string& root, const std::string& dir_key, const std::string& prefix,
+          std::vector<ObjectInfo>* out) {
+  std::string dir_path = dir_key.empty() ? root : root + "/" + dir_key;
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (!dir) return;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name == "." || name == ".." || name.substr(0, kTempPrefix.size()) == kTempPrefix) continue;
+    std::string key = dir_key.empty() ? std::string(name) : dir_key + "/" + std::string(name);
+    // Prune subtrees that cannot hold keys with this prefix.
+    size_t common = std::min(key.size(), prefix.size());
+    if (key.compare(0, common, prefix, 0, common) != 0) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(dir), entry->d_name, &st, 0) != 0) continue;  // raced with a delete
+    if (S_ISDIR(st.st_mode)) {
+      Walk(root, key, prefix, out);
+    } else if (S_ISREG(st.st_mode) && key.size() >= prefix.size()) {
+      out->push_back(InfoFromStat(std::move(key), st));
+    }
+  }
+  ::closedir(dir);
+}
+
+}  // namespace
+
+LocalStore::LocalStore(std::string root, LocalStoreOptions options)
+    : root_(std::move(root)), options_(options) {}
+
+Result<std::unique_ptr<LocalStore>> LocalStore::Open(const std::string& root,
+                                                     LocalStoreOptions options) {
+  if (root.empty() || root.front() != '/') {
+    return InvalidArgumentError("local store root must be an absolute path, got '" + root + "'");
+  }
+  std::string clean = root;
+  while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+  struct stat st;
+  if (::stat(clean.c_str(), &st) != 0) {
+    if (errno != ENOENT) return ErrnoToStatus(errno, "local store root '" + clean + "'");
+    if (!options.create_root) return NotFoundError("local store root '" + clean + "' does not exist");
+    REEL_RETURN_IF_ERROR(MakeDirs(clean));
+  } else if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError("local store root '" + clean + "' is not a directory");
+  }
+  if (clean == "/") clean.clear();  // keys then map to "/key"
+  return std::unique_ptr<LocalStore>(new LocalStore(std::move(clean), options));
+}
+
+std::string LocalStore::uri() const { return "file://" + (root_.empty() ? "/" : root_); }
+
+Status LocalStore::WriteAtomically(std::string_view key, std::string_view data, Publish mode) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(path));
+  REEL_RETURN_IF_ERROR(file->Write(data));
+  return file->Publish(mode == Publish::kIfAbsent, options_.fsync);
+}
+
+Status LocalStore::Put(std::string_view key, std::string_view data) {
+  return WriteAtomically(key, data, Publish::kReplace);
+}
+
+Status LocalStore::PutIfAbsent(std::string_view key, std::string_view data) {
+  return WriteAtomically(key, data, Publish::kIfAbsent);
+}
+
+Result<std::string> LocalStore::Get(std::string_view key, ObjectInfo* info) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  struct stat st;
+  REEL_ASSIGN_OR_RETURN(int fd, OpenForRead(key, path, &st));
+  auto data = ReadRange(fd, 0, static_cast<uint64_t>(st.st_size), path);
+  ::close(fd);
+  if (data.ok() && info) *info = InfoFromStat(std::string(key), st);
+  return data;
+}
+
+Result<std::string> LocalStore::GetRange(std::string_view key, uint64_t offset, uint64_t length) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  struct stat st;
+  REEL_ASSIGN_OR_RETURN(int fd, OpenForRead(key, path, &st));
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) {
+    ::close(fd);
+    return OutOfRangeError("range starts at " + std::to_string(offset) + " past the end of '" +
+                           std::string(key) + "' (" + std::to_string(size) + " bytes)");
+  }
+  auto data = ReadRange(fd, offset, std::min(length, size - offset), path);
+  ::close(fd);
+  return data;
+}
+
+Result<ObjectInfo> LocalStore::Head(std::string_view key) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return MissingKey(key, path);
+    return ErrnoToStatus(errno, "stat '" + path + "'");
+  }
+  if (!S_ISREG(st.st_mode)) return MissingKey(key, path);
+  return InfoFromStat(std::string(key), st);
+}
+
+Result<ListPage> LocalStore::List(const ListOptions& options) {
+  REEL_RETURN_IF_ERROR(ValidateListOptions(options));
+  // Walk from the deepest directory the prefix names, so listing "a/b/" never reads "c/".
+  std::string start_dir;
+  size_t slash = options.prefix.rfind('/');
+  if (slash != std::string::npos) start_dir = options.prefix.substr(0, slash);
+  std::vector<ObjectInfo> found;
+  Walk(root_, start_dir, options.prefix, &found);
+  std::sort(found.begin(), found.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  return PageFromSortedObjects(found, options);
+}
+
+Status LocalStore::Delete(std::string_view key) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  if (::unlink(path.c_str()) == 0) return Status::Ok();
+  int err = errno;
+  // A missing key, or a name that is a directory of other objects, holds no object to delete.
+  if (err == ENOENT || err == ENOTDIR || err == EISDIR) return Status::Ok();
+  return ErrnoToStatus(err, "delete '" + path + "'");
+}
+
+Result<std::unique_ptr<ObjectReader>> LocalStore::OpenReader(std::string_view key) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = PathOf(key);
+  struct stat st;
+  REEL_ASSIGN_OR_RETURN(int fd, OpenForRead(key, path, &st));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return std::unique_ptr<ObjectReader>(
+      std::make_unique<LocalReader>(fd, static_cast<uint64_t>(st.st_size), path));
+}
+
+Result<std::unique_ptr<ObjectWriter>> LocalStore::OpenWriter(std::string_view key) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(PathOf(key)));
+  return std::unique_ptr<ObjectWriter>(std::make_unique<LocalWriter>(std::move(file), options_.fsync));
+}
+
+}  // namespace reel::storage
