@@ -104,7 +104,16 @@ int main(int argc, char** argv) {
   }
   double put_s = MedianSeconds(args.repeat, [&] { return (*local)->Put("obj.bin", data).ok(); });
   double cp_sync_s = MedianSeconds(args.repeat, [&] {
-    return Shell("cp '" + source + "' '" + work + "/cp.bin' && sync -f '" + work + "/cp.bin'");
+    return Shell("cp '" + source + "' '" + work + "/cp.bin' && sync '" + work + "/cp.bin'");
+  });
+  double dd_fsync_s = MedianSeconds(args.repeat, [&] {
+    return Shell("dd if='" + source + "' of='" + work + "/dd.bin' bs=8M conv=fsync status=none");
+  });
+  reel::storage::LocalStoreOptions scratch;
+  scratch.fsync = false;
+  auto local_scratch = reel::storage::LocalStore::Open(work + "/scratch", scratch);
+  double put_nosync_s = MedianSeconds(args.repeat, [&] {
+    return (*local_scratch)->Put("obj.bin", data).ok();
   });
   double cp_s = MedianSeconds(args.repeat, [&] {
     return Shell("cp '" + source + "' '" + work + "/cp.bin'");
@@ -113,13 +122,28 @@ int main(int argc, char** argv) {
     auto got = (*local)->Get("obj.bin");
     return got.ok() && got->size() == bytes;
   });
+  std::string buffer(8 << 20, '\0');
+  double stream_s = MedianSeconds(args.repeat, [&] {
+    auto reader = (*local)->OpenReader("obj.bin");
+    if (!reader.ok()) return false;
+    uint64_t total = 0;
+    while (true) {
+      auto n = (*reader)->Read(buffer.data(), buffer.size());
+      if (!n.ok()) return false;
+      if (*n == 0) break;
+      total += *n;
+    }
+    return total == bytes;
+  });
   double cp_read_s = MedianSeconds(args.repeat, [&] {
     return Shell("cp '" + work + "/store/obj.bin' /dev/null");
   });
   std::printf("\n== local store (page cache warm; Reel fsyncs every put) ==\n");
-  Row("put (fsync + rename)", mb / put_s, "cp + sync", mb / cp_sync_s);
-  Row("put (fsync + rename)", mb / put_s, "cp (no fsync)", mb / cp_s);
-  Row("get (into memory)", mb / get_s, "cp to /dev/null", mb / cp_read_s);
+  Row("put (fsync + rename)", mb / put_s, "cp + sync FILE", mb / cp_sync_s);
+  Row("put (fsync + rename)", mb / put_s, "dd bs=8M conv=fsync", mb / dd_fsync_s);
+  Row("put, fsync off (temp + rename)", mb / put_nosync_s, "cp (no fsync)", mb / cp_s);
+  Row("get (into a new string)", mb / get_s, "cp to /dev/null", mb / cp_read_s);
+  Row("stream read (8 MiB buffer)", mb / stream_s, "cp to /dev/null", mb / cp_read_s);
 
   if (args.s3) {
     auto options = reel::storage::S3Options::FromEnvironment();
@@ -143,10 +167,14 @@ int main(int argc, char** argv) {
                        "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' ";
     std::string url = options->endpoint + "/" + bucket + "/curl.bin";
 
-    double s3_put_single = MedianSeconds(args.repeat, [&] { return (*single)->Put("one.bin", data).ok(); });
-    double s3_put_parallel = MedianSeconds(args.repeat, [&] { return (*parallel)->Put("par.bin", data).ok(); });
+    auto put_ok = [](const reel::Status& status) {
+      if (!status.ok()) std::fprintf(stderr, "storage_bench: %s\n", status.ToString().c_str());
+      return status.ok();
+    };
+    double s3_put_single = MedianSeconds(args.repeat, [&] { return put_ok((*single)->Put("one.bin", data)); });
+    double s3_put_parallel = MedianSeconds(args.repeat, [&] { return put_ok((*parallel)->Put("par.bin", data)); });
     double curl_put = MedianSeconds(args.repeat, [&] {
-      return Shell(curl + "-H 'Expect:' -T '" + source + "' '" + url + "' -o /dev/null");
+      return Shell(curl + "-T '" + source + "' '" + url + "' -o /dev/null");
     });
     double s3_get_single = MedianSeconds(args.repeat, [&] {
       auto got = (*single)->Get("par.bin");
@@ -156,12 +184,17 @@ int main(int argc, char** argv) {
       auto got = (*parallel)->Get("par.bin");
       return got.ok() && reel::Xxh3_128Hex(*got) == expected;
     });
+    reel::storage::S3Options no_md5_options = *options;
+    no_md5_options.content_md5 = false;
+    auto no_md5 = reel::storage::S3Store::Open(bucket, "", no_md5_options);
+    double s3_put_no_md5 = MedianSeconds(args.repeat, [&] { return put_ok((*no_md5)->Put("par.bin", data)); });
     double curl_get = MedianSeconds(args.repeat, [&] { return Shell(curl + "'" + url + "' -o /dev/null"); });
 
     std::printf("\n== S3 (%s, %d-way parallel, %llu MiB parts) ==\n", options->endpoint.c_str(),
                 options->parallelism, static_cast<unsigned long long>(options->part_size >> 20));
     Row("put, one stream (single PUT)", mb / s3_put_single, "curl -T", mb / curl_put);
     Row("put, parallel multipart", mb / s3_put_parallel, "curl -T", mb / curl_put);
+    Row("put, parallel, no Content-MD5", mb / s3_put_no_md5, "curl -T", mb / curl_put);
     Row("get, one stream", mb / s3_get_single, "curl -o /dev/null", mb / curl_get);
     Row("get, parallel ranges", mb / s3_get_parallel, "curl -o /dev/null", mb / curl_get);
     for (const char* key : {"one.bin", "par.bin", "curl.bin"}) (void)(*parallel)->Delete(key);

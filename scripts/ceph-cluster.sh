@@ -162,6 +162,14 @@ read_state() { # loads MON_PORT, RGW_PORT, ... written by start
   source "$D/state"
 }
 
+rgw_running() { # is a radosgw process of this DIR alive (with or without its pid file)?
+  local p
+  for p in $(scan_ours); do
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == radosgw ]] && return 0
+  done
+  return 1
+}
+
 # Launch radosgw (it daemonizes) and wait until its port answers HTTP. Returns non-zero on failure.
 launch_rgw() {
   local deadline=$1 code
@@ -178,8 +186,9 @@ launch_rgw() {
   while :; do
     code=$(http_code "$RGW_PORT")
     [[ $code != 000 ]] && return 0
-    # radosgw writes its pid file once it has daemonized; if it is gone, it died.
-    if [[ -f $RGW_PID ]] && ! pid_from "$RGW_PID" >/dev/null; then
+    # The launch returned after radosgw forked into the background; if no radosgw of ours is
+    # left (it removes its pid file when it fails, e.g. to bind the port), it died.
+    if ! rgw_running; then
       log "radosgw exited during startup"
       show_log "client.$RGW_NAME.out" "client.$RGW_NAME.log"
       return 1
@@ -539,7 +548,7 @@ cmd_start_rgw() {
     pid_from "$OSD_PID" >/dev/null || die "ceph-osd of $D is not running"
     launch_rgw $((SECONDS + ${CEPH_START_TIMEOUT:-180})) || die "radosgw did not start"
   fi
-  local code
+  local code i
   for ((i = 0; i < 300; i++)); do
     code=$(s3_code "$RGW_PORT" "$ACCESS_KEY" "$SECRET_KEY")
     [[ $code == 200 ]] && { echo "http://127.0.0.1:$RGW_PORT"; return 0; }

@@ -40,6 +40,7 @@ std::string Xxh3_128Hex(std::string_view data) {
                                     sizeof(canonical.digest)));
 }
 
+std::string Md5Raw(std::string_view data) { return EvpDigest(EVP_md5(), data); }
 std::string Md5Hex(std::string_view data) { return HexEncode(EvpDigest(EVP_md5(), data)); }
 std::string Md5Base64(std::string_view data) { return Base64Encode(EvpDigest(EVP_md5(), data)); }
 std::string Sha256Hex(std::string_view data) { return HexEncode(EvpDigest(EVP_sha256(), data)); }

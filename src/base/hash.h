@@ -13,6 +13,7 @@ namespace reel {
 uint64_t Xxh3_64(std::string_view data);
 std::string Xxh3_128Hex(std::string_view data);  // 32 lower-case hex digits
 
+std::string Md5Raw(std::string_view data);     // the 16-byte digest
 std::string Md5Hex(std::string_view data);     // 32 lower-case hex digits
 std::string Md5Base64(std::string_view data);  // as S3's Content-MD5 header wants
 std::string Sha256Hex(std::string_view data);  // 64 lower-case hex digits

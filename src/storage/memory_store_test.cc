@@ -1,1 +1,134 @@
-// placeholder
+// MemoryStore beyond the shared conformance suite (object_store_test.cc): request counting,
+// readers that outlive a replace, listing thousands of keys.
+#include "storage/memory_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "storage/testing/temp_dir.h"
+
+namespace reel::storage {
+namespace {
+
+using testing::RandomBytes;
+
+TEST(MemoryStoreTest, UriNamesTheStore) {
+  EXPECT_EQ(MemoryStore().uri(), "mem://test");
+  EXPECT_EQ(MemoryStore("datasets").uri(), "mem://datasets");
+}
+
+TEST(MemoryStoreTest, CountsEveryRequestIncludingFailures) {
+  MemoryStore store;
+  EXPECT_EQ(store.request_count(), 0u);
+  ASSERT_TRUE(store.Put("a", "1").ok());
+  EXPECT_EQ(store.request_count(), 1u);
+  ASSERT_TRUE(store.Get("a").ok());
+  EXPECT_FALSE(store.Get("missing").ok());
+  EXPECT_FALSE(store.Get("/bad").ok());
+  EXPECT_EQ(store.request_count(), 4u);
+  ASSERT_TRUE(store.Head("a").ok());
+  ASSERT_TRUE(store.GetRange("a", 0, 1).ok());
+  ASSERT_TRUE(store.List(ListOptions{}).ok());
+  EXPECT_FALSE(store.PutIfAbsent("a", "2").ok());
+  ASSERT_TRUE(store.OpenReader("a").ok());
+  auto writer = store.OpenWriter("b");
+  ASSERT_TRUE(writer.ok());
+  EXPECT_EQ(store.request_count(), 10u);
+  // Closing a writer commits with one more request.
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(store.request_count(), 11u);
+  ASSERT_TRUE(store.Delete("a").ok());
+  EXPECT_EQ(store.request_count(), 12u);
+}
+
+TEST(MemoryStoreTest, StoresAreIndependent) {
+  MemoryStore one("one"), two("one");
+  ASSERT_TRUE(one.Put("k", "v").ok());
+  EXPECT_EQ(two.Get("k").status().code(), StatusCode::kNotFound);
+}
+
+TEST(MemoryStoreTest, OpenReaderKeepsTheVersionItOpened) {
+  MemoryStore store;
+  std::string old_data = RandomBytes(5000, 11);
+  ASSERT_TRUE(store.Put("k", old_data).ok());
+  auto reader = store.OpenReader("k");
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE(store.Put("k", "replaced").ok());
+  ASSERT_TRUE(store.Delete("k").ok());
+  std::string got(old_data.size() + 10, '\0');
+  size_t total = 0;
+  while (true) {
+    auto n = (*reader)->Read(got.data() + total, 1000);
+    ASSERT_TRUE(n.ok());
+    if (*n == 0) break;
+    total += *n;
+  }
+  got.resize(total);
+  EXPECT_EQ(got, old_data);
+}
+
+TEST(MemoryStoreTest, EtagAndMtimeTrackEachVersion) {
+  MemoryStore store;
+  ASSERT_TRUE(store.Put("k", "1").ok());
+  ObjectInfo first;
+  ASSERT_TRUE(store.Get("k", &first).ok());
+  ASSERT_TRUE(store.Put("k", "1").ok());  // same bytes, still a new version
+  ObjectInfo second;
+  ASSERT_TRUE(store.Get("k", &second).ok());
+  EXPECT_NE(first.etag, second.etag);
+  EXPECT_GE(second.mtime_ms, first.mtime_ms);
+}
+
+TEST(MemoryStoreTest, ListAllOverThousandsOfKeys) {
+  MemoryStore store;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2500; ++i) {
+    char key[32];
+    std::snprintf(key, sizeof key, "shards/%05d.tar", (i * 7919) % 2500);  // put out of order
+    keys.push_back(key);
+    ASSERT_TRUE(store.Put(key, std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(store.Put("shardsX", "outside the prefix").ok());
+  ASSERT_TRUE(store.Put("other/1", "outside the prefix").ok());
+  std::sort(keys.begin(), keys.end());
+
+  uint64_t before = store.request_count();
+  auto all = ListAll(store, "shards/");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(store.request_count() - before, 3u);  // pages of 1000, 1000 and 500
+  std::vector<std::string> got;
+  for (const ObjectInfo& info : *all) got.push_back(info.key);
+  EXPECT_EQ(got, keys);
+
+  auto everything = ListAll(store, "");
+  ASSERT_TRUE(everything.ok());
+  EXPECT_EQ(everything->size(), 2502u);
+}
+
+TEST(MemoryStoreTest, ConcurrentPutsAndGetsNeverTear) {
+  MemoryStore store;
+  const std::string a(4096, 'a'), b(8192, 'b');
+  ASSERT_TRUE(store.Put("k", a).ok());
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 2000; ++i) ASSERT_TRUE(store.Put("k", i % 2 ? a : b).ok());
+    done = true;
+  });
+  int reads = 0;
+  while (!done.load()) {
+    auto got = store.Get("k");
+    ASSERT_TRUE(got.ok());
+    ASSERT_TRUE(*got == a || *got == b) << "torn read of " << got->size() << " bytes";
+    ++reads;
+  }
+  writer.join();
+  EXPECT_GT(reads, 0);
+}
+
+}  // namespace
+}  // namespace reel::storage

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -121,6 +122,13 @@ HttpClient::HttpClient(const S3Options& options) : options_(options) {
   GlobalInitOnce();
   sigv4_param_ = "aws:amz:" + options_.region + ":s3";
   credentials_ = options_.access_key_id + ":" + options_.secret_access_key;
+  for (const char* name : {"NO_PROXY", "no_proxy"}) {
+    if (const char* value = std::getenv(name); value && *value) {
+      no_proxy_ = std::string(value) + ",";
+      break;
+    }
+  }
+  no_proxy_ += "127.0.0.1,localhost,::1";
 }
 
 HttpClient::~HttpClient() {
@@ -161,6 +169,8 @@ int HttpClient::Attempt(Handle* handle, const HttpRequest& request, HttpResponse
   if (!request.query.empty()) url += "?" + request.query;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  // Proxies from the environment still apply, but never to a loopback endpoint.
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, no_proxy_.c_str());
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));

@@ -65,6 +65,7 @@ class HttpClient {
   S3Options options_;
   std::string sigv4_param_;   // "aws:amz:REGION:s3"
   std::string credentials_;   // "key:secret"
+  std::string no_proxy_;      // $NO_PROXY plus the loopback names
   std::mutex mu_;
   std::vector<Handle*> idle_;
   std::atomic<uint64_t> requests_{0}, retries_{0}, bytes_sent_{0}, bytes_received_{0};

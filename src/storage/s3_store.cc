@@ -81,6 +81,8 @@ Result<S3Options> S3Options::FromEnvironment() {
   REEL_ASSIGN_OR_RETURN(o.parallelism, EnvInt("REEL_S3_PARALLELISM", o.parallelism, 1, 64));
   REEL_ASSIGN_OR_RETURN(o.connect_timeout_ms,
                         EnvInt("REEL_S3_CONNECT_TIMEOUT_MS", o.connect_timeout_ms, 100, 600000));
+  REEL_ASSIGN_OR_RETURN(int64_t md5, EnvInt("REEL_S3_CONTENT_MD5", 1, 0, 1));
+  o.content_md5 = md5 == 1;
   return o;
 }
 

@@ -9,12 +9,14 @@
 //   AWS_S3_ADDRESSING_STYLE=path|virtual      default: path with a custom endpoint
 //                                             (MinIO, Ceph RGW), virtual for AWS
 // and Reel's tuning variables REEL_S3_MAX_ATTEMPTS, REEL_S3_PART_SIZE_MB,
-// REEL_S3_MULTIPART_THRESHOLD_MB, REEL_S3_PARALLELISM, REEL_S3_CONNECT_TIMEOUT_MS.
+// REEL_S3_MULTIPART_THRESHOLD_MB, REEL_S3_PARALLELISM, REEL_S3_CONNECT_TIMEOUT_MS,
+// REEL_S3_CONTENT_MD5 (1 or 0).
 //
 // Requests are signed with SigV4 by libcurl. Connections are kept alive and reused. Objects at
 // or above multipart_threshold are uploaded as parallel multipart parts; large reads are split
 // into parallel ranged GETs pinned to one ETag, so a concurrent overwrite is detected rather
-// than spliced. Every part carries Content-MD5, so the server refuses corrupted bytes.
+// than spliced. Every part carries Content-MD5 (unless turned off), so the server refuses
+// corrupted bytes.
 //
 // Retries: connection failures, timeouts, HTTP 5xx and 429 are retried with exponential backoff
 // and full jitter up to max_attempts; 4xx answers are never retried. When the budget is spent
@@ -51,6 +53,9 @@ struct S3Options {
   int max_backoff_ms = 5000;
   int connect_timeout_ms = 10000;
   int stall_timeout_s = 30;  // abort a transfer that moves < 1 KiB/s for this long
+  // Send Content-MD5 with every upload so the server refuses corrupted bytes. Costs one MD5
+  // pass over the data on the client; turn off only where the network checksums already do.
+  bool content_md5 = true;
 
   // Reads the variables listed above. Errors: InvalidArgument for a malformed value (the
   // message names the variable).

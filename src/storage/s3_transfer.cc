@@ -142,7 +142,7 @@ class MultipartUpload {
     request.url = impl_.ObjectUrl(FullKey(impl_, key_));
     request.query = CanonicalQuery({{"partNumber", std::to_string(number)}, {"uploadId", id_}});
     request.body = data;
-    request.headers.emplace_back("Content-MD5", Md5Base64(data));
+    if (impl_.options.content_md5) request.headers.emplace_back("Content-MD5", Md5Base64(data));
     request.description = impl_.Describe("PUT", key_) + " part " + std::to_string(number);
     REEL_ASSIGN_OR_RETURN(HttpResponse response, impl_.http.Execute(request));
     if (response.status != 200) return impl_.ErrorFrom(response, request.description);
@@ -336,19 +336,23 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> para
 
 Status PutSingle(S3Store::Impl& impl, std::string_view key, std::string_view data,
                  bool if_absent) {
-  std::string md5 = Md5Hex(data);
+  // The MD5 is needed for Content-MD5 and for recognising our own write after a retried
+  // PutIfAbsent.
+  const bool need_md5 = impl.options.content_md5 || if_absent;
+  std::string md5_raw = need_md5 ? Md5Raw(data) : std::string();
+  std::string md5 = HexEncode(md5_raw);
   HttpRequest request;
   request.method = "PUT";
   request.url = impl.ObjectUrl(FullKey(impl, key));
   request.body = data;
-  request.headers.emplace_back("Content-MD5", Md5Base64(data));
+  if (need_md5) request.headers.emplace_back("Content-MD5", Base64Encode(md5_raw));
   request.headers.emplace_back("Content-Type", "application/octet-stream");
   if (if_absent) request.headers.emplace_back("If-None-Match", "*");
   request.description = impl.Describe("PUT", key);
   REEL_ASSIGN_OR_RETURN(HttpResponse response, impl.http.Execute(request));
   if (response.status == 200) {
     std::string etag = Unquote(response.Header("etag"));
-    if (!etag.empty() && etag != md5) {
+    if (need_md5 && !etag.empty() && etag != md5) {
       return DataLossError(request.description + ": server stored ETag " + etag +
                            " but the bytes sent have MD5 " + md5);
     }
