@@ -18,22 +18,22 @@ namespace {
 
 // Line numbers in the expectations below refer to this text.
 constexpr char kTrain[] =
-    "model:\n"                // 1
-    "  name: resnet\n"        // 2
-    "  depth: 50\n"           // 3
-    "optimizer:\n"            // 4
-    "  lr: fast\n"            // 5
-    "  momentum: 0.9\n"       // 6
-    "  nesterov: yes\n"       // 7
-    "  steps: 12abc\n"        // 8
-    "  warmup: 1.5\n"         // 9
+    "model:\n"                        // 1
+    "  name: resnet\n"                // 2
+    "  depth: 50\n"                   // 3
+    "optimizer:\n"                    // 4
+    "  lr: fast\n"                    // 5
+    "  momentum: 0.9\n"               // 6
+    "  nesterov: yes\n"               // 7
+    "  steps: 12abc\n"                // 8
+    "  warmup: 1.5\n"                 // 9
     "  huge: 99999999999999999999\n"  // 10
-    "  flag: maybe\n"         // 11
-    "layers:\n"               // 12
-    "  - width: 64\n"         // 13
-    "  - width: 128\n"        // 14
-    "  - width: wide\n"       // 15
-    "data:\n";                // 16
+    "  flag: maybe\n"                 // 11
+    "layers:\n"                       // 12
+    "  - width: 64\n"                 // 13
+    "  - width: 128\n"                // 14
+    "  - width: wide\n"               // 15
+    "data:\n";                        // 16
 
 ConfigNode Load(const char* text = kTrain) {
   auto config = ConfigNode::LoadString(text, "train.yaml");
@@ -71,7 +71,8 @@ TEST(ConfigTest, NonNumberNamesFileLineColumnAndKey) {
   auto lr = optimizer.GetDouble("lr");
   ASSERT_FALSE(lr.ok());
   EXPECT_EQ(lr.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(lr.status().message(), "train.yaml:5:7: key 'optimizer.lr': expected a number, got 'fast'");
+  EXPECT_EQ(lr.status().message(),
+            "train.yaml:5:7: key 'optimizer.lr': expected a number, got 'fast'");
 }
 
 TEST(ConfigTest, GetIntRejectsTrailingGarbage) {
@@ -93,8 +94,9 @@ TEST(ConfigTest, GetIntRejectsFloat) {
 TEST(ConfigTest, GetIntRejectsOutOfRange) {
   auto huge = ChildOf(Load(), "optimizer").GetInt("huge");
   ASSERT_FALSE(huge.ok());
-  EXPECT_EQ(huge.status().message(),
-            "train.yaml:10:9: key 'optimizer.huge': integer '99999999999999999999' is out of range");
+  EXPECT_EQ(
+      huge.status().message(),
+      "train.yaml:10:9: key 'optimizer.huge': integer '99999999999999999999' is out of range");
 }
 
 TEST(ConfigTest, IntegerEdgeCases) {
@@ -113,7 +115,8 @@ TEST(ConfigTest, IntegerEdgeCases) {
 }
 
 TEST(ConfigTest, Doubles) {
-  ConfigNode root = Load("a: 1e-3\nb: -2\nc: .inf\nd: -.Inf\ne: .nan\nf: 1.5x\ng: 1e999\nh: +2.5\n");
+  ConfigNode root =
+      Load("a: 1e-3\nb: -2\nc: .inf\nd: -.Inf\ne: .nan\nf: 1.5x\ng: 1e999\nh: +2.5\n");
   EXPECT_DOUBLE_EQ(*root.GetDouble("a"), 1e-3);
   EXPECT_DOUBLE_EQ(*root.GetDouble("b"), -2);
   EXPECT_TRUE(std::isinf(*root.GetDouble("c")) && *root.GetDouble("c") > 0);
@@ -164,7 +167,8 @@ TEST(ConfigTest, OptionalReadsFallBackOnlyWhenAbsent) {
   EXPECT_DOUBLE_EQ(*optimizer.GetDouble("momentum", 0.1), 0.9);  // present: the file wins
   auto lr = optimizer.GetDouble("lr", 0.1);
   ASSERT_FALSE(lr.ok());  // present but malformed is still an error
-  EXPECT_EQ(lr.status().message(), "train.yaml:5:7: key 'optimizer.lr': expected a number, got 'fast'");
+  EXPECT_EQ(lr.status().message(),
+            "train.yaml:5:7: key 'optimizer.lr': expected a number, got 'fast'");
 }
 
 TEST(ConfigTest, NullSectionActsAsEmptyMap) {

@@ -36,8 +36,8 @@ std::string Xxh3_128Hex(std::string_view data) {
   // The canonical form is big-endian high half then low half, as xxhsum prints it.
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(data.data(), data.size()));
-  return HexEncode(std::string_view(reinterpret_cast<const char*>(canonical.digest),
-                                    sizeof(canonical.digest)));
+  return HexEncode(
+      std::string_view(reinterpret_cast<const char*>(canonical.digest), sizeof(canonical.digest)));
 }
 
 std::string Md5Raw(std::string_view data) { return EvpDigest(EVP_md5(), data); }
@@ -66,10 +66,9 @@ std::string Base64Encode(std::string_view bytes) {
   std::string buffer(kChunk / 3 * 4 + 1, '\0');  // +1: EVP_EncodeBlock writes a NUL
   for (size_t offset = 0; offset < bytes.size(); offset += kChunk) {
     const size_t n = std::min(kChunk, bytes.size() - offset);
-    const int written =
-        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(buffer.data()),
-                        reinterpret_cast<const unsigned char*>(bytes.data() + offset),
-                        static_cast<int>(n));
+    const int written = EVP_EncodeBlock(
+        reinterpret_cast<unsigned char*>(buffer.data()),
+        reinterpret_cast<const unsigned char*>(bytes.data() + offset), static_cast<int>(n));
     out.append(buffer.data(), static_cast<size_t>(written));
   }
   return out;
@@ -93,8 +92,8 @@ Hasher::Hasher(Kind kind) : state_(std::make_unique<State>()) {
   }
   state_->evp = EVP_MD_CTX_new();
   const EVP_MD* md = kind == Kind::kMd5 ? EVP_md5() : EVP_sha256();
-  state_->ok = state_->evp != nullptr && md != nullptr &&
-               EVP_DigestInit_ex(state_->evp, md, nullptr) == 1;
+  state_->ok =
+      state_->evp != nullptr && md != nullptr && EVP_DigestInit_ex(state_->evp, md, nullptr) == 1;
 }
 
 Hasher::~Hasher() {

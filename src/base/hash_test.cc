@@ -15,6 +15,13 @@ TEST(HashTest, Md5KnownVectors) {
             "9e107d9d372bb6826bd81d3542a419d6");
 }
 
+TEST(HashTest, Md5RawIsTheSixteenDigestBytes) {
+  const std::string raw = Md5Raw("abc");
+  EXPECT_EQ(raw.size(), 16u);
+  EXPECT_EQ(HexEncode(raw), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(Base64Encode(Md5Raw("hello")), Md5Base64("hello"));
+}
+
 TEST(HashTest, Md5Base64IsContentMd5) {
   EXPECT_EQ(Md5Base64("hello"), "XUFAKrxLKna5cZ2REBfFkg==");
   EXPECT_EQ(Md5Base64(""), "1B2M2Y8AsgTpgAmY7PhCfg==");
@@ -62,7 +69,8 @@ TEST(HashTest, Base64OfInputLargerThanOneChunk) {
 
 std::string Incremental(Hasher::Kind kind, const std::string& data, size_t piece) {
   Hasher hasher(kind);
-  for (size_t i = 0; i < data.size(); i += piece) hasher.Update(std::string_view(data).substr(i, piece));
+  for (size_t i = 0; i < data.size(); i += piece)
+    hasher.Update(std::string_view(data).substr(i, piece));
   return hasher.FinishHex();
 }
 

@@ -107,9 +107,7 @@ TEST(LoggingTest, ConcurrentCreationYieldsOneLoggerPerName) {
 
 class CapturedLogging : public ::testing::Test {
  protected:
-  void SetUp() override {
-    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-  }
+  void SetUp() override { sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_); }
   void TearDown() override {
     // Back to stderr so later tests do not write into a destroyed stream.
     ASSERT_TRUE(InitLogging("info").ok());

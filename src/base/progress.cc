@@ -92,7 +92,7 @@ void Progress::Add(uint64_t amount) {
   std::unique_lock<std::mutex> lock(draw_mu_, std::try_to_lock);
   if (!lock.owns_lock() || finished_) return;
   const auto now = Clock::now();
-  
+  if (now - last_draw_ < kRedrawInterval) return;
   last_draw_ = now;
   Draw(false);
 }

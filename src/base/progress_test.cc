@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -76,8 +78,9 @@ TEST(ProgressTest, AddFromManyThreads) {
   EXPECT_EQ(progress.done(), 40000u);
 }
 
-// Points stderr at a pseudo-terminal for the test's lifetime so the bar draws, and collects what
-// it drew. Skips where the environment has no ptys.
+// Points stderr at a pseudo-terminal so the bar draws, and collects what it drew. A reader
+// thread empties the pty as it fills: a bar that redraws too often must fail the test, not block
+// in write(). Skips where the environment has no ptys.
 class PtyStderr {
  public:
   PtyStderr() {
@@ -89,40 +92,52 @@ class PtyStderr {
     if (slave_ < 0) return;
     saved_stderr_ = dup(STDERR_FILENO);
     ok_ = saved_stderr_ >= 0 && dup2(slave_, STDERR_FILENO) >= 0;
+    if (ok_) reader_ = std::thread([this] { ReadLoop(); });
   }
   ~PtyStderr() {
-    Restore();
+    Finish();
     if (slave_ >= 0) close(slave_);
     if (master_ >= 0) close(master_);
   }
   bool ok() const { return ok_; }
 
-  void Restore() {
+  // Puts stderr back and returns everything written (the pty turns "\n" into "\r\n").
+  std::string Finish() {
     if (saved_stderr_ >= 0) {
       dup2(saved_stderr_, STDERR_FILENO);
       close(saved_stderr_);
       saved_stderr_ = -1;
     }
-  }
-
-  // Everything written so far (the pty turns "\n" into "\r\n").
-  std::string Drain() {
-    std::string out;
-    char buf[4096];
-    pollfd pfd{master_, POLLIN, 0};
-    while (poll(&pfd, 1, 200) > 0 && (pfd.revents & POLLIN)) {
-      const ssize_t n = read(master_, buf, sizeof(buf));
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
+    stop_ = true;
+    if (reader_.joinable()) reader_.join();
+    return out_;
   }
 
  private:
+  // Reads until asked to stop and the pty has been quiet for a poll interval.
+  void ReadLoop() {
+    char buf[4096];
+    while (true) {
+      pollfd pfd{master_, POLLIN, 0};
+      const int ready = poll(&pfd, 1, 50);
+      if (ready < 0 && errno != EINTR) return;
+      if (ready <= 0 || !(pfd.revents & POLLIN)) {
+        if (stop_) return;
+        continue;
+      }
+      const ssize_t n = read(master_, buf, sizeof(buf));
+      if (n <= 0) return;
+      out_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
   int master_ = -1;
   int slave_ = -1;
   int saved_stderr_ = -1;
   bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+  std::string out_;  // written by reader_ only until it is joined
 };
 
 TEST(ProgressTest, DrawsOnATerminal) {
@@ -136,8 +151,7 @@ TEST(ProgressTest, DrawsOnATerminal) {
     progress.Finish();
     progress.Finish();  // the final line is drawn once
   }
-  pty.Restore();
-  const std::string out = pty.Drain();
+  const std::string out = pty.Finish();
   // The redraw after Add: half done, with a rate and an ETA.
   EXPECT_NE(out.find("\rupload   50% 1.0/2.0 MiB  "), std::string::npos) << out;
   EXPECT_NE(out.find(" MiB/s  ETA "), std::string::npos) << out;
@@ -153,8 +167,7 @@ TEST(ProgressTest, DrawsItemsWithoutTotal) {
     Progress progress("files", 0, Progress::Unit::kItems);
     progress.Add(7);
   }  // the destructor finishes
-  pty.Restore();
-  const std::string out = pty.Drain();
+  const std::string out = pty.Finish();
   EXPECT_NE(out.find("\rfiles  7  "), std::string::npos) << out;
   EXPECT_NE(out.find("/s  in 0:00"), std::string::npos) << out;
   EXPECT_EQ(out.find('%'), std::string::npos) << out;  // no percentage without a total
@@ -168,10 +181,10 @@ TEST(ProgressTest, RedrawsAreRateLimited) {
     Progress progress("x", 1000000, Progress::Unit::kItems);
     for (int i = 0; i < 100000; ++i) progress.Add(1);
   }
-  pty.Restore();
-  const std::string out = pty.Drain();
+  const std::string out = pty.Finish();
   size_t draws = 0;
-  for (size_t pos = out.find("\rx "); pos != std::string::npos; pos = out.find("\rx ", pos + 1)) ++draws;
+  for (size_t pos = out.find("\rx "); pos != std::string::npos; pos = out.find("\rx ", pos + 1))
+    ++draws;
   EXPECT_GE(draws, 1u);   // at least the final line
   EXPECT_LE(draws, 20u);  // not one line per Add
 }

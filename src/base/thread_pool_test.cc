@@ -115,7 +115,8 @@ TEST(ThreadPoolTest, SubmitFromManyThreads) {
   for (int t = 0; t < 4; ++t) {
     submitters.emplace_back([&pool, &sum, t] {
       std::vector<std::future<void>> futures;
-      for (int i = 0; i < 250; ++i) futures.push_back(pool.Submit([&sum, t, i] { sum += t * 1000 + i; }));
+      for (int i = 0; i < 250; ++i)
+        futures.push_back(pool.Submit([&sum, t, i] { sum += t * 1000 + i; }));
       for (auto& f : futures) f.get();
     });
   }

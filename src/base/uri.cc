@@ -242,8 +242,8 @@ Result<std::string> PercentDecode(std::string_view text) {
     const int high = i + 1 < text.size() ? HexValue(text[i + 1]) : -1;
     const int low = i + 2 < text.size() ? HexValue(text[i + 2]) : -1;
     if (high < 0 || low < 0) {
-      return InvalidArgumentError("bad percent-encoding at offset " + std::to_string(i) +
-                                  " in '" + std::string(text) + "'");
+      return InvalidArgumentError("bad percent-encoding at offset " + std::to_string(i) + " in '" +
+                                  std::string(text) + "'");
     }
     out += static_cast<char>(high * 16 + low);
     i += 2;
