@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -104,22 +105,47 @@ bool OpenAndCheck(const std::string& path, std::string_view key, OpenEntry* entr
 // Marks an entry recently used, for LRU eviction shared by every process.
 void Touch(int fd) { ::futimens(fd, nullptr); }
 
+// Removes the bad entry open as `fd`, unless another process has already replaced it with a
+// new (good) one under the same name.
+void DropEntry(const std::string& path, int fd) {
+  struct stat open_st, path_st;
+  if (::fstat(fd, &open_st) != 0 || ::stat(path.c_str(), &path_st) != 0) return;
+  if (open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino) ::unlink(path.c_str());
+}
+
+uint64_t ChecksumOf(Hasher& hasher) {
+  return std::strtoull(hasher.FinishHex().c_str(), nullptr, 16);
+}
+
+// Streams a cached entry, checking its checksum as the last bytes are read: a corrupted entry
+// ends in DataLoss (and is dropped) rather than in wrong bytes.
 class CachedEntryReader : public ObjectReader {
  public:
-  explicit CachedEntryReader(std::unique_ptr<OpenEntry> entry) : entry_(std::move(entry)) {}
+  CachedEntryReader(std::unique_ptr<OpenEntry> entry, std::function<void()> on_corrupt)
+      : entry_(std::move(entry)), on_corrupt_(std::move(on_corrupt)),
+        hasher_(Hasher::Kind::kXxh3_64) {}
   Result<size_t> Read(char* buffer, size_t n) override {
     size_t take = static_cast<size_t>(std::min<uint64_t>(n, entry_->info.size - position_));
     if (take == 0) return size_t{0};
     if (!ReadExactly(entry_->fd, buffer, take, position_)) {
       return DataLossError("cache entry for '" + entry_->info.key + "' could not be read");
     }
+    hasher_.Update(std::string_view(buffer, take));
     position_ += take;
+    if (position_ == entry_->info.size && ChecksumOf(hasher_) != entry_->checksum) {
+      on_corrupt_();
+      return DataLossError("cache entry for '" + entry_->info.key +
+                           "' failed verification (a corrupted cache file); it was dropped, "
+                           "read the object again");
+    }
     return take;
   }
   uint64_t size() const override { return entry_->info.size; }
 
  private:
   std::unique_ptr<OpenEntry> entry_;
+  std::function<void()> on_corrupt_;
+  Hasher hasher_;
   uint64_t position_ = 0;
 };
 
@@ -146,15 +172,23 @@ class CachingStore::Entry : public ObjectReader {
 
   Result<size_t> Read(char* buffer, size_t n) override {
     REEL_ASSIGN_OR_RETURN(size_t got, inner_->Read(buffer, n));
+    received_ += got;
     if (fd_ >= 0) {
       if (got > 0) {
         hasher_.Update(std::string_view(buffer, got));
-        if (!WriteExactly(fd_, std::string_view(buffer, got))) Drop();
+        if (!WriteExactly(fd_, std::string_view(buffer, got))) {
+          Drop();
+        } else if (received_ == info_.size) {
+          Publish();  // many readers stop after size() bytes, without the final empty Read
+        }
       } else {
-        Publish();
+        Publish();  // short of the reported size: dropped
       }
+    } else if (published_ && got > 0) {
+      // More bytes than the server reported: the entry just published is not the object.
+      cache_->Invalidate(key_);
+      published_ = false;
     }
-    received_ += got;
     return got;
   }
   uint64_t size() const override { return inner_->size(); }
@@ -168,13 +202,12 @@ class CachingStore::Entry : public ObjectReader {
   }
 
   void Publish() {
-    if (received_ != info_.size) {
+    if (received_ != info_.size || inner_->size() != info_.size) {
       Drop();
       return;
     }
-    std::string checksum_hex = hasher_.FinishHex();
-    uint64_t checksum = std::strtoull(checksum_hex.c_str(), nullptr, 16);
-    if (!WriteExactly(fd_, TrailerFor(key_, info_, checksum))) {
+    std::string trailer = TrailerFor(key_, info_, ChecksumOf(hasher_));
+    if (!WriteExactly(fd_, trailer)) {
       Drop();
       return;
     }
@@ -182,7 +215,8 @@ class CachingStore::Entry : public ObjectReader {
     fd_ = -1;
     if (::rename(temp_path_.c_str(), cache_->EntryPath(key_).c_str()) == 0) {
       temp_path_.clear();
-      cache_->added_since_scan_ += info_.size;
+      published_ = true;
+      cache_->added_since_scan_ += info_.size + trailer.size();
       cache_->EvictIfNeeded();
     }
   }
@@ -195,7 +229,31 @@ class CachingStore::Entry : public ObjectReader {
   int fd_ = -1;
   std::string temp_path_;
   uint64_t received_ = 0;
+  bool published_ = false;
 };
+
+namespace {
+
+// Drops the cached copy once the write is committed, so that a copy cached from the old
+// version while the writer was open is not served afterwards.
+class InvalidatingWriter : public ObjectWriter {
+ public:
+  InvalidatingWriter(CachingStore* cache, std::string key, std::unique_ptr<ObjectWriter> inner)
+      : cache_(cache), key_(std::move(key)), inner_(std::move(inner)) {}
+  Status Write(std::string_view data) override { return inner_->Write(data); }
+  Status Close() override {
+    Status status = inner_->Close();
+    cache_->Invalidate(key_);
+    return status;
+  }
+
+ private:
+  CachingStore* cache_;
+  std::string key_;
+  std::unique_ptr<ObjectWriter> inner_;
+};
+
+}  // namespace
 
 CachingStore::CachingStore(std::unique_ptr<ObjectStore> inner, CacheOptions options)
     : inner_(std::move(inner)), options_(std::move(options)) {
@@ -255,7 +313,7 @@ Result<std::string> CachingStore::ReadEntry(std::string_view key, ObjectInfo* in
   if (!OpenAndCheck(path, key, &entry)) {
     if (entry.fd >= 0) {  // present but malformed: a torn or foreign file
       ++corrupt_;
-      ::unlink(path.c_str());
+      DropEntry(path, entry.fd);
     }
     return NotFoundError("not cached");
   }
@@ -263,7 +321,7 @@ Result<std::string> CachingStore::ReadEntry(std::string_view key, ObjectInfo* in
   if (!ReadExactly(entry.fd, data.data(), data.size(), 0) || Xxh3_64(data) != entry.checksum) {
     ++corrupt_;
     Logger("storage")->warn("cache entry for '{}' failed verification; fetching again", key);
-    ::unlink(path.c_str());
+    DropEntry(path, entry.fd);
     return NotFoundError("not cached");
   }
   Touch(entry.fd);
@@ -275,13 +333,15 @@ void CachingStore::StoreEntry(std::string_view key, std::string_view data, const
   std::string temp = NewTempPath();
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return;  // caching is best effort: the caller already has the bytes
-  bool ok = WriteExactly(fd, data) && WriteExactly(fd, TrailerFor(key, info, Xxh3_64(data)));
+  std::string trailer = TrailerFor(key, info, Xxh3_64(data));
+  bool ok = WriteExactly(fd, data) && WriteExactly(fd, trailer);
   ok = (::close(fd) == 0) && ok;
   if (!ok || ::rename(temp.c_str(), EntryPath(key).c_str()) != 0) {
     ::unlink(temp.c_str());
     return;
   }
-  added_since_scan_ += data.size();
+  // Count what the file takes, trailer included, as the scans in EvictIfNeeded do.
+  added_since_scan_ += data.size() + trailer.size();
   EvictIfNeeded();
 }
 
@@ -369,7 +429,12 @@ Result<std::string> CachingStore::Get(std::string_view key, ObjectInfo* info) {
 Result<std::string> CachingStore::GetRange(std::string_view key, uint64_t offset, uint64_t length) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
   OpenEntry entry;
-  if (!OpenAndCheck(EntryPath(key), key, &entry)) {
+  std::string path = EntryPath(key);
+  if (!OpenAndCheck(path, key, &entry)) {
+    if (entry.fd >= 0) {  // present but malformed
+      ++corrupt_;
+      DropEntry(path, entry.fd);
+    }
     // Bring the whole object in when it fits: shard readers come back for the rest.
     REEL_ASSIGN_OR_RETURN(ObjectInfo head, inner_->Head(key));
     if (head.size > options_.max_object_bytes) return inner_->GetRange(key, offset, length);
@@ -397,40 +462,62 @@ Result<std::string> CachingStore::GetRange(std::string_view key, uint64_t offset
 Result<ObjectInfo> CachingStore::Head(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
   OpenEntry entry;
-  if (OpenAndCheck(EntryPath(key), key, &entry)) {
+  std::string path = EntryPath(key);
+  if (OpenAndCheck(path, key, &entry)) {
     ++hits_;
     return entry.info;
+  }
+  if (entry.fd >= 0) {  // present but malformed
+    ++corrupt_;
+    DropEntry(path, entry.fd);
   }
   return inner_->Head(key);
 }
 
 Result<ListPage> CachingStore::List(const ListOptions& options) { return inner_->List(options); }
 
+// Writes drop the cached copy after the inner store has changed, so that a read racing with
+// the write cannot leave the old version cached behind it.
 Status CachingStore::Put(std::string_view key, std::string_view data) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
+  Status status = inner_->Put(key, data);
   Invalidate(key);
-  return inner_->Put(key, data);
+  return status;
 }
 
 Status CachingStore::PutIfAbsent(std::string_view key, std::string_view data) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
+  Status status = inner_->PutIfAbsent(key, data);
   Invalidate(key);
-  return inner_->PutIfAbsent(key, data);
+  return status;
 }
 
 Status CachingStore::Delete(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
+  Status status = inner_->Delete(key);
   Invalidate(key);
-  return inner_->Delete(key);
+  return status;
 }
 
 Result<std::unique_ptr<ObjectReader>> CachingStore::OpenReader(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
   auto entry = std::make_unique<OpenEntry>();
-  if (OpenAndCheck(EntryPath(key), key, entry.get())) {
+  std::string path = EntryPath(key);
+  if (OpenAndCheck(path, key, entry.get())) {
     ++hits_;
     Touch(entry->fd);
-    return std::unique_ptr<ObjectReader>(std::make_unique<CachedEntryReader>(std::move(entry)));
+    int fd = entry->fd;  // stays open as long as the reader
+    auto on_corrupt = [this, path, fd] {
+      ++corrupt_;
+      Logger("storage")->warn("cache entry '{}' failed verification while streamed; dropped", path);
+      DropEntry(path, fd);
+    };
+    return std::unique_ptr<ObjectReader>(
+        std::make_unique<CachedEntryReader>(std::move(entry), std::move(on_corrupt)));
+  }
+  if (entry->fd >= 0) {  // present but malformed
+    ++corrupt_;
+    DropEntry(path, entry->fd);
   }
   ++misses_;
   REEL_ASSIGN_OR_RETURN(ObjectInfo head, inner_->Head(key));
@@ -443,8 +530,9 @@ Result<std::unique_ptr<ObjectReader>> CachingStore::OpenReader(std::string_view 
 
 Result<std::unique_ptr<ObjectWriter>> CachingStore::OpenWriter(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
-  Invalidate(key);
-  return inner_->OpenWriter(key);
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer, inner_->OpenWriter(key));
+  return std::unique_ptr<ObjectWriter>(
+      std::make_unique<InvalidatingWriter>(this, std::string(key), std::move(writer)));
 }
 
 }  // namespace reel::storage

@@ -35,6 +35,12 @@ Result<ListPage> PageFromSortedObjects(const std::vector<ObjectInfo>& sorted,
     const std::string& key = it->key;
     if (key.compare(0, options.prefix.size(), options.prefix) != 0) break;
     if (emitted == options.max_keys) {
+      // The rest of the group returned last belongs to no later page; promise a next page
+      // only when something else is left for it.
+      if (!page.common_prefixes.empty() && last == page.common_prefixes.back() &&
+          key.compare(0, last.size(), last) == 0) {
+        continue;
+      }
       page.next_page_token = last;
       return page;
     }

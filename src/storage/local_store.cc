@@ -118,7 +118,13 @@ class TempFile {
       // link() refuses an existing name atomically; the temp name is removed either way.
       if (::link(path_.c_str(), final_path_.c_str()) != 0) {
         int err = errno;
-        if (err == EEXIST) return AlreadyExistsError("'" + final_path_ + "' already exists");
+        if (err == EEXIST) {
+          struct stat st;
+          if (::lstat(final_path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+            return FailedPreconditionError("'" + final_path_ + "' is a directory of other objects");
+          }
+          return AlreadyExistsError("'" + final_path_ + "' already exists");
+        }
         return ErrnoToStatus(err, "link '" + final_path_ + "'");
       }
     } else if (::rename(path_.c_str(), final_path_.c_str()) != 0) {
@@ -220,7 +226,8 @@ Result<std::string> ReadRange(int fd, uint64_t offset, uint64_t length, const st
 // Appends every regular file under dir (recursively) whose key starts with prefix.
 void Walk(const std::string& root, const std::string& dir_key, const std::string& prefix,
           std::vector<ObjectInfo>* out) {
-  std::string dir_path = dir_key.empty() ? root : root + "/" + dir_key;
+  // root is "" for a store rooted at "/".
+  std::string dir_path = dir_key.empty() ? (root.empty() ? "/" : root) : root + "/" + dir_key;
   DIR* dir = ::opendir(dir_path.c_str());
   if (!dir) return;
   while (struct dirent* entry = ::readdir(dir)) {

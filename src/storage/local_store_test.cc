@@ -91,7 +91,9 @@ TEST(LocalStoreTest, KeysThatLeaveTheRootAreRefused) {
   TempDir dir;
   std::string root = dir.Join("root");
   auto store = OpenOrDie(root);
-  for (std::string key : {"../x", "../../x", "a/../../x", "/etc/passwd", "/x", "a/../x", "..",
+  for (std::string key : {std::string("../x"), std::string("../../x"), std::string("a/../../x"),
+                          std::string("/etc/passwd"), std::string("/x"), std::string("a/../x"),
+                          std::string(".."),
                           std::string("x\0/../../y", 10)}) {
     SCOPED_TRACE("key '" + key + "'");
     EXPECT_EQ(store->Put(key, "escaped").code(), StatusCode::kInvalidArgument);
@@ -260,7 +262,7 @@ TEST(LocalStoreTest, ConcurrentWritersInThreadsAndProcessesNeverTear) {
   int reads = 0;
   size_t children_left = children.size();
   std::vector<int> exit_codes;
-  while (running.load() > 0 || children_left > 0) {
+  do {
     if (bad_read.empty()) {
       auto got = store->Get("shared/obj");
       char first = got.ok() && !got->empty() ? got->front() : '\0';
@@ -283,7 +285,7 @@ TEST(LocalStoreTest, ConcurrentWritersInThreadsAndProcessesNeverTear) {
         --children_left;
       }
     }
-  }
+  } while (running.load() > 0 || children_left > 0);
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(bad_read, "") << "after " << reads << " reads";
   EXPECT_EQ(failures.load(), 0);

@@ -234,6 +234,9 @@ int HttpClient::Attempt(Handle* handle, const HttpRequest& request, HttpResponse
   curl_off_t up = 0, down = 0;
   curl_easy_getinfo(curl, CURLINFO_SIZE_UPLOAD_T, &up);
   curl_easy_getinfo(curl, CURLINFO_SIZE_DOWNLOAD_T, &down);
+  long new_connections = 0;
+  curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
+  connections_ += static_cast<uint64_t>(new_connections);
   bytes_sent_ += static_cast<uint64_t>(up);
   bytes_received_ += static_cast<uint64_t>(down);
   return static_cast<int>(code);
@@ -259,6 +262,10 @@ Result<HttpResponse> HttpClient::Execute(const HttpRequest& request) {
     if (overflow) return DataLossError(request.description + ": " + curl_error);
     response.attempts = attempt;
     if (code == CURLE_OK && !IsRetryableStatus(response.status)) return response;
+    if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
+      return InvalidArgumentError(request.description + ": " + curl_error + " (check the endpoint '" +
+                                  options_.endpoint + "')");
+    }
     if (code != CURLE_OK && !IsRetryableCurlCode(code)) {
       return UnavailableError(request.description + ": " + curl_error);
     }
@@ -288,6 +295,7 @@ S3Stats HttpClient::stats() const {
   S3Stats s;
   s.requests = requests_.load();
   s.retries = retries_.load();
+  s.connections = connections_.load();
   s.bytes_sent = bytes_sent_.load();
   s.bytes_received = bytes_received_.load();
   return s;

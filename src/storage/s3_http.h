@@ -68,7 +68,8 @@ class HttpClient {
   std::string no_proxy_;      // $NO_PROXY plus the loopback names
   std::mutex mu_;
   std::vector<Handle*> idle_;
-  std::atomic<uint64_t> requests_{0}, retries_{0}, bytes_sent_{0}, bytes_received_{0};
+  std::atomic<uint64_t> requests_{0}, retries_{0}, connections_{0}, bytes_sent_{0},
+      bytes_received_{0};
 };
 
 }  // namespace reel::storage::s3

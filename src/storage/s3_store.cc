@@ -123,8 +123,9 @@ Status S3Store::Impl::ErrorFrom(const HttpResponse& response, const std::string&
       if (error.code == "NoSuchBucket") {
         return NotFoundError(what + ": bucket '" + bucket + "' does not exist (NoSuchBucket)");
       }
-      if (error.code.empty()) {
-        // HEAD answers carry no body; tell a missing bucket from a missing key.
+      if (error.code.empty() && !bucket_exists.load()) {
+        // HEAD answers carry no body; tell a missing bucket from a missing key. Once the bucket
+        // has been seen, a bodiless 404 is a missing key and costs no second request.
         HttpRequest probe;
         probe.method = "HEAD";
         probe.url = bucket_url + (options.path_style ? "" : "/");
@@ -133,6 +134,7 @@ Status S3Store::Impl::ErrorFrom(const HttpResponse& response, const std::string&
         if (bucket_head.ok() && bucket_head->status == 404) {
           return NotFoundError(what + ": bucket '" + bucket + "' does not exist (NoSuchBucket)");
         }
+        if (bucket_head.ok() && bucket_head->status == 200) bucket_exists = true;
         return NotFoundError(what + ": no such key (NoSuchKey)");
       }
       return NotFoundError(message);

@@ -66,6 +66,7 @@ struct S3Options {
 struct S3Stats {
   uint64_t requests = 0;  // HTTP requests sent, retries included
   uint64_t retries = 0;
+  uint64_t connections = 0;  // new TCP connections opened; the rest reused kept-alive ones
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
 };

@@ -78,6 +78,15 @@ TEST_F(S3StoreTest, SmallObjectRoundTripWithMetadata) {
   EXPECT_EQ(store_->uri(), "s3://" + bucket_ + "/t");
 }
 
+TEST_F(S3StoreTest, ConnectionsAreKeptAliveAndReused) {
+  auto store = Open(bucket_, "t");
+  ASSERT_TRUE(store->Put("reuse/k", "v").ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store->Get("reuse/k").ok());
+  auto stats = store->stats();
+  EXPECT_EQ(stats.requests, 21u);
+  EXPECT_EQ(stats.connections, 1u) << "each request opened its own connection";
+}
+
 TEST_F(S3StoreTest, KeysWithSpecialCharactersRoundTripAndList) {
   const std::string key = "odd/with space/\xc3\xbc+&=?#%.bin";
   ASSERT_TRUE(store_->Put(key, "x").ok());

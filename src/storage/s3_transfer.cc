@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
 #include <deque>
 #include <functional>
 #include <future>
@@ -336,11 +339,10 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> para
 
 Status PutSingle(S3Store::Impl& impl, std::string_view key, std::string_view data,
                  bool if_absent) {
-  // The MD5 is needed for Content-MD5 and for recognising our own write after a retried
-  // PutIfAbsent.
+  // The MD5 is needed for Content-MD5 (the server refuses bytes that do not match it) and for
+  // recognising our own write after a retried PutIfAbsent.
   const bool need_md5 = impl.options.content_md5 || if_absent;
   std::string md5_raw = need_md5 ? Md5Raw(data) : std::string();
-  std::string md5 = HexEncode(md5_raw);
   HttpRequest request;
   request.method = "PUT";
   request.url = impl.ObjectUrl(FullKey(impl, key));
@@ -349,25 +351,30 @@ Status PutSingle(S3Store::Impl& impl, std::string_view key, std::string_view dat
   request.headers.emplace_back("Content-Type", "application/octet-stream");
   if (if_absent) request.headers.emplace_back("If-None-Match", "*");
   request.description = impl.Describe("PUT", key);
-  REEL_ASSIGN_OR_RETURN(HttpResponse response, impl.http.Execute(request));
-  if (response.status == 200) {
-    std::string etag = Unquote(response.Header("etag"));
-    if (need_md5 && !etag.empty() && etag != md5) {
-      return DataLossError(request.description + ": server stored ETag " + etag +
-                           " but the bytes sent have MD5 " + md5);
+  bool retried = false;
+  for (int attempt = 1;; ++attempt) {
+    REEL_ASSIGN_OR_RETURN(HttpResponse response, impl.http.Execute(request));
+    retried = retried || response.attempts > 1;
+    if (response.status == 200) return Status::Ok();
+    if (!if_absent) return impl.ErrorFrom(response, request.description);
+    if (response.status == 412) {
+      // After a retry, the 412 may answer our own earlier attempt that succeeded unseen.
+      if (retried) {
+        auto head = HeadObject(impl, key);
+        if (head.ok() && head->etag == HexEncode(md5_raw)) return Status::Ok();
+      }
+      return AlreadyExistsError(request.description + ": key '" + std::string(key) +
+                                "' already exists");
     }
-    return Status::Ok();
-  }
-  if (if_absent && response.status == 412) {
-    // After a retry, the 412 may answer our own earlier attempt that succeeded unseen.
-    if (response.attempts > 1) {
-      auto head = HeadObject(impl, key);
-      if (head.ok() && head->etag == md5) return Status::Ok();
+    // AWS answers 409 while a competing conditional write is in flight: ask again, and the
+    // winner's object will answer 412.
+    if (response.status == 409 && ParseError(response.body).code == "ConditionalRequestConflict" &&
+        attempt < impl.options.max_attempts) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(impl.options.initial_backoff_ms));
+      continue;
     }
-    return AlreadyExistsError(request.description + ": key '" + std::string(key) +
-                              "' already exists");
+    return impl.ErrorFrom(response, request.description);
   }
-  return impl.ErrorFrom(response, request.description);
 }
 
 Status UploadMultipart(S3Store::Impl& impl, std::string_view key, std::string_view data) {
@@ -385,44 +392,42 @@ Status UploadMultipart(S3Store::Impl& impl, std::string_view key, std::string_vi
 
 Result<std::string> GetWhole(S3Store::Impl& impl, std::string_view key, ObjectInfo* info) {
   // The first range also tells the size and ETag, so small objects cost one request and large
-  // ones need no separate HEAD before the parallel ranges.
+  // ones need no separate HEAD before the parallel ranges. It lands in the response body, which
+  // grows with what arrives, so a tiny object does not cost a part-size buffer.
   uint64_t chunk = impl.options.part_size;
-  std::string first(chunk, '\0');
   HttpRequest request;
   request.url = impl.ObjectUrl(FullKey(impl, key));
   request.headers.emplace_back("Range", RangeHeader(0, chunk));
-  request.sink = first.data();
-  request.sink_capacity = chunk;
   request.description = impl.Describe("GET", key);
   REEL_ASSIGN_OR_RETURN(HttpResponse response, impl.http.Execute(request));
   uint64_t total = 0;
   if (response.status == 206) {
     total = TotalFromContentRange(response.Header("content-range"));
   } else if (response.status == 200) {
-    total = response.sink_bytes;  // the server ignored the range: this is the whole object
+    total = response.body.size();  // the server ignored the range: this is the whole object
   } else if (response.status == 416) {
     // An empty object has no byte 0; read it plainly.
     request.headers.clear();
     REEL_ASSIGN_OR_RETURN(response, impl.http.Execute(request));
     if (response.status != 200) return impl.ErrorFrom(response, request.description);
-    total = response.sink_bytes;
+    total = response.body.size();
   } else {
     return impl.ErrorFrom(response, request.description);
   }
   if (info) *info = InfoFromHeaders(key, response, total);
-  if (total <= chunk) {
-    if (response.sink_bytes != total) {
-      return DataLossError(request.description + ": got " + std::to_string(response.sink_bytes) +
-                           " of " + std::to_string(total) + " bytes");
-    }
-    first.resize(total);
-    return first;
+  uint64_t first_length = std::min(chunk, total);
+  if (response.status == 200) first_length = total;
+  if (response.body.size() != first_length) {
+    return DataLossError(request.description + ": got " + std::to_string(response.body.size()) +
+                         " of " + std::to_string(first_length) + " bytes");
   }
+  if (first_length == total) return std::move(response.body);
   std::string data(total, '\0');
-  std::memcpy(data.data(), first.data(), chunk);
-  first = std::string();
+  std::memcpy(data.data(), response.body.data(), first_length);
+  response.body = std::string();
   std::string etag = Unquote(response.Header("etag"));
-  REEL_RETURN_IF_ERROR(FetchParallel(impl, key, chunk, total - chunk, etag, data.data() + chunk));
+  REEL_RETURN_IF_ERROR(FetchParallel(impl, key, first_length, total - first_length, etag,
+                                     data.data() + first_length));
   return data;
 }
 

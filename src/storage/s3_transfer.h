@@ -3,6 +3,7 @@
 // s3_store.cc keeps the request plumbing for the small operations; this file moves bytes.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,7 @@ struct S3Store::Impl {
   std::string bucket_url;  // "http://host:port/bucket" or "https://bucket.host"
   s3::HttpClient http;
   ThreadPool pool;  // helpers for parallel parts and ranges; the calling thread works too
+  std::atomic<bool> bucket_exists{false};  // learned from a bucket probe; saves later probes
 };
 
 namespace s3 {

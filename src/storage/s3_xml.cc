@@ -1,8 +1,9 @@
 #include "storage/s3_xml.h"
 
-#include <ctime>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 namespace reel::storage::s3 {
 namespace {
@@ -69,12 +70,28 @@ std::string XmlUnescape(std::string_view text) {
     else if (entity == "gt") out += '>';
     else if (entity == "quot") out += '"';
     else if (entity == "apos") out += '\'';
-    else if (!entity.empty() && entity[0] == '#') {
-      bool hex = entity.size() > 1 && (entity[1] == 'x' || entity[1] == 'X');
-      unsigned long code = std::strtoul(std::string(entity.substr(hex ? 2 : 1)).c_str(), nullptr,
-                                        hex ? 16 : 10);
-      // UTF-8 encode the code point.
-      if (code < 0x80) {
+    else if (entity.size() > 1 && entity[0] == '#') {
+      bool hex = entity[1] == 'x' || entity[1] == 'X';
+      std::string_view digits = entity.substr(hex ? 2 : 1);
+      uint64_t code = 0;
+      bool valid = !digits.empty() && digits.size() <= 8;
+      for (char c : digits) {
+        int value = -1;
+        if (c >= '0' && c <= '9') value = c - '0';
+        else if (hex && c >= 'a' && c <= 'f') value = c - 'a' + 10;
+        else if (hex && c >= 'A' && c <= 'F') value = c - 'A' + 10;
+        if (value < 0) {
+          valid = false;
+          break;
+        }
+        code = code * (hex ? 16 : 10) + static_cast<uint64_t>(value);
+      }
+      // XML allows no NUL, no surrogates and nothing past U+10FFFF.
+      valid = valid && code != 0 && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+      if (!valid) {
+        out += '&';  // malformed: keep as written
+        continue;
+      } else if (code < 0x80) {
         out += static_cast<char>(code);
       } else if (code < 0x800) {
         out += static_cast<char>(0xC0 | (code >> 6));
@@ -90,7 +107,10 @@ std::string XmlUnescape(std::string_view text) {
         out += static_cast<char>(0x80 | (code & 0x3F));
       }
     } else {
-      out.append(text.substr(i, semi - i + 1));  // unknown entity: keep as written
+      // Unknown, or a bare '&' (a later ';' is not its end): keep it and go on scanning, so
+      // that "AT&T &amp; co" still decodes the "&amp;".
+      out += '&';
+      continue;
     }
     i = semi;
   }
@@ -125,9 +145,16 @@ S3Error ParseError(std::string_view body) {
 int64_t ParseIso8601Ms(std::string_view text) {
   int year, month, day, hour, minute;
   double seconds;
+  int consumed = 0;
   std::string s(text);
-  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%lfZ", &year, &month, &day, &hour, &minute,
-                  &seconds) != 6) {
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%lf%n", &year, &month, &day, &hour, &minute,
+                  &seconds, &consumed) != 6) {
+    return -1;
+  }
+  std::string_view zone = text.substr(static_cast<size_t>(consumed));
+  if (!(zone.empty() || zone == "Z")) return -1;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || !(seconds >= 0 && seconds < 61)) {
     return -1;
   }
   struct tm tm = {};
