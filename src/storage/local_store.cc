@@ -47,13 +47,23 @@ Status FsyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
+// Writes in bounded pieces and, for files that will be fsync'ed, starts writeback of each piece
+// right away (as RocksDB's bytes_per_sync does): dirtying hundreds of MiB at once makes the
+// kernel throttle the writer, measured here at a quarter of the disk's speed, and leaves all
+// the work to the final fsync.
+Status WriteAll(int fd, std::string_view data, const std::string& path, bool write_behind,
+                uint64_t* written) {
+  constexpr size_t kPiece = 8 << 20;
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+    ssize_t n = ::write(fd, data.data(), std::min(data.size(), kPiece));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoToStatus(errno, "write '" + path + "'");
     }
+    if (write_behind) {
+      ::sync_file_range(fd, static_cast<off_t>(*written), n, SYNC_FILE_RANGE_WRITE);
+    }
+    *written += static_cast<uint64_t>(n);
     data.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
@@ -80,7 +90,7 @@ Status MissingKey(std::string_view key, const std::string& path) {
 // A file being written next to its final name; removed unless Publish succeeds.
 class TempFile {
  public:
-  static Result<std::unique_ptr<TempFile>> Create(const std::string& final_path) {
+  static Result<std::unique_ptr<TempFile>> Create(const std::string& final_path, bool durable) {
     REEL_RETURN_IF_ERROR(MakeDirs(ParentOf(final_path)));
     static std::atomic<uint64_t> counter{0};
     thread_local std::mt19937_64 rng(std::random_device{}());
@@ -93,7 +103,7 @@ class TempFile {
                     static_cast<unsigned long long>(rng()));
       std::string path = dir + "/" + name;
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd >= 0) return std::unique_ptr<TempFile>(new TempFile(fd, path, final_path));
+      if (fd >= 0) return std::unique_ptr<TempFile>(new TempFile(fd, path, final_path, durable));
       if (errno != EEXIST) return ErrnoToStatus(errno, "create temporary file in '" + dir + "'");
     }
     return InternalError("could not pick a unique temporary file name in '" + dir + "'");
@@ -104,11 +114,11 @@ class TempFile {
     if (!published_) ::unlink(path_.c_str());
   }
 
-  Status Write(std::string_view data) { return WriteAll(fd_, data, path_); }
+  Status Write(std::string_view data) { return WriteAll(fd_, data, path_, durable_, &written_); }
 
   // Makes the bytes durable, then gives them the final name.
-  Status Publish(bool if_absent, bool durable) {
-    if (durable && ::fsync(fd_) != 0) return ErrnoToStatus(errno, "fsync '" + path_ + "'");
+  Status Publish(bool if_absent) {
+    if (durable_ && ::fsync(fd_) != 0) return ErrnoToStatus(errno, "fsync '" + path_ + "'");
     if (::close(fd_) != 0) {
       fd_ = -1;
       return ErrnoToStatus(errno, "close '" + path_ + "'");
@@ -136,17 +146,19 @@ class TempFile {
     } else {
       published_ = true;
     }
-    if (durable) return FsyncDir(ParentOf(final_path_));
+    if (durable_) return FsyncDir(ParentOf(final_path_));
     return Status::Ok();
   }
 
  private:
-  TempFile(int fd, std::string path, std::string final_path)
-      : fd_(fd), path_(std::move(path)), final_path_(std::move(final_path)) {}
+  TempFile(int fd, std::string path, std::string final_path, bool durable)
+      : fd_(fd), path_(std::move(path)), final_path_(std::move(final_path)), durable_(durable) {}
 
   int fd_;
   std::string path_;
   std::string final_path_;
+  bool durable_;
+  uint64_t written_ = 0;
   bool published_ = false;
 };
 
@@ -172,22 +184,20 @@ class LocalReader : public ObjectReader {
 
 class LocalWriter : public ObjectWriter {
  public:
-  LocalWriter(std::unique_ptr<TempFile> file, bool durable)
-      : file_(std::move(file)), durable_(durable) {}
+  explicit LocalWriter(std::unique_ptr<TempFile> file) : file_(std::move(file)) {}
   Status Write(std::string_view data) override {
     if (!file_) return FailedPreconditionError("write to a closed writer");
     return file_->Write(data);
   }
   Status Close() override {
     if (!file_) return FailedPreconditionError("writer closed twice");
-    Status status = file_->Publish(/*if_absent=*/false, durable_);
+    Status status = file_->Publish(/*if_absent=*/false);
     file_.reset();
     return status;
   }
 
  private:
   std::unique_ptr<TempFile> file_;
-  bool durable_;
 };
 
 // Opens a key's file for reading; NotFound when it is missing or a directory.
@@ -277,9 +287,9 @@ std::string LocalStore::uri() const { return "file://" + (root_.empty() ? "/" : 
 Status LocalStore::WriteAtomically(std::string_view key, std::string_view data, Publish mode) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
   std::string path = PathOf(key);
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(path));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(path, options_.fsync));
   REEL_RETURN_IF_ERROR(file->Write(data));
-  return file->Publish(mode == Publish::kIfAbsent, options_.fsync);
+  return file->Publish(mode == Publish::kIfAbsent);
 }
 
 Status LocalStore::Put(std::string_view key, std::string_view data) {
@@ -364,8 +374,8 @@ Result<std::unique_ptr<ObjectReader>> LocalStore::OpenReader(std::string_view ke
 
 Result<std::unique_ptr<ObjectWriter>> LocalStore::OpenWriter(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(PathOf(key)));
-  return std::unique_ptr<ObjectWriter>(std::make_unique<LocalWriter>(std::move(file), options_.fsync));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(PathOf(key), options_.fsync));
+  return std::unique_ptr<ObjectWriter>(std::make_unique<LocalWriter>(std::move(file)));
 }
 
 }  // namespace reel::storage
