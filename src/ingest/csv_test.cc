@@ -1,0 +1,33 @@
+#include "ingest/csv.h"
+
+#include <gtest/gtest.h>
+
+namespace reel::ingest {
+namespace {
+
+TEST(CsvTest, QuotedFieldsCommasNewlinesAndCrlf) {
+  auto rows = ParseCsv("a,b,c\r\n\"x, y\",\"he said \"\"hi\"\"\",\"two\nlines\"\r\n\n1,,3\n", "t.csv");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].fields, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ((*rows)[1].fields, (std::vector<std::string>{"x, y", "he said \"hi\"", "two\nlines"}));
+  EXPECT_EQ((*rows)[1].line, 2);
+  EXPECT_EQ((*rows)[2].fields, (std::vector<std::string>{"1", "", "3"}));
+  EXPECT_EQ((*rows)[2].line, 5);  // the quoted newline and the blank line are counted
+}
+
+TEST(CsvTest, TrailingCommaMeansAnEmptyLastField) {
+  auto rows = ParseCsv("a,\n", "t.csv");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].fields, (std::vector<std::string>{"a", ""}));
+}
+
+TEST(CsvTest, UnterminatedQuoteNamesTheLine) {
+  auto rows = ParseCsv("a,b\n\"open,c\nd\n", "bad.csv");
+  EXPECT_EQ(rows.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rows.status().message(), "bad.csv:2: unterminated quoted field");
+}
+
+}  // namespace
+}  // namespace reel::ingest
