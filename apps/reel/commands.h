@@ -8,5 +8,7 @@ namespace reel::cli {
 
 void RegisterStorage(CLI::App& app, int* exit_code);
 void RegisterSmoke(CLI::App& app, int* exit_code);
+void RegisterIngest(CLI::App& app, int* exit_code);
+void RegisterDatagen(CLI::App& app, int* exit_code);
 
 }  // namespace reel::cli

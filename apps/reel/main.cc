@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   reel::cli::RegisterStorage(app, &exit_code);
   reel::cli::RegisterSmoke(app, &exit_code);
+  reel::cli::RegisterDatagen(app, &exit_code);
+  reel::cli::RegisterIngest(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

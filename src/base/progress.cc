@@ -97,6 +97,13 @@ void Progress::Add(uint64_t amount) {
   Draw(false);
 }
 
+void Progress::SetSecondaryName(std::string name) {
+  std::lock_guard<std::mutex> lock(draw_mu_);
+  secondary_name_ = std::move(name);
+}
+
+void Progress::AddSecondary(uint64_t amount) { secondary_.fetch_add(amount); }
+
 void Progress::Finish() {
   std::lock_guard<std::mutex> lock(draw_mu_);
   if (finished_) return;
@@ -119,6 +126,11 @@ void Progress::Draw(bool final_line) {
   }
   line += " " + FormatAmount(done, total_, unit_);
   line += "  " + FormatRate(rate, unit_);
+  if (!secondary_name_.empty()) {
+    const uint64_t secondary = secondary_.load();
+    line += "  " + std::to_string(secondary) + " " + secondary_name_ + " " +
+            FormatRate(elapsed > 0 ? static_cast<double>(secondary) / elapsed : 0, Unit::kItems);
+  }
   if (final_line) {
     line += "  in " + FormatDuration(elapsed);
   } else if (total_ > 0 && rate > 0 && done < total_) {

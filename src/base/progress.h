@@ -20,6 +20,10 @@ class Progress {
   ~Progress();  // calls Finish()
 
   void Add(uint64_t amount);
+  // A second counter shown with its own rate after the main one, e.g. clips beside videos:
+  // "ingest  40% 120/300  3.1/s  1450 clips 37.6/s  ETA 0:58". Shown once `name` is set.
+  void SetSecondaryName(std::string name);
+  void AddSecondary(uint64_t amount);
   void Finish();  // draws the final line and a newline once; later calls do nothing
 
   uint64_t done() const { return done_.load(); }
@@ -38,6 +42,8 @@ class Progress {
   Unit unit_;
   bool visible_;
   std::atomic<uint64_t> done_{0};
+  std::atomic<uint64_t> secondary_{0};
+  std::string secondary_name_;  // guarded by draw_mu_
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
   std::mutex draw_mu_;

@@ -174,6 +174,20 @@ TEST(ProgressTest, DrawsItemsWithoutTotal) {
   EXPECT_EQ(out.find("ETA"), std::string::npos) << out;
 }
 
+TEST(ProgressTest, DrawsASecondaryCounterWithItsRate) {
+  PtyStderr pty;
+  if (!pty.ok()) GTEST_SKIP() << "no pseudo-terminal available";
+  {
+    Progress progress("ingest", 10, Progress::Unit::kItems);
+    progress.SetSecondaryName("clips");
+    progress.AddSecondary(40);
+    progress.Add(2);
+  }
+  const std::string out = pty.Finish();
+  EXPECT_NE(out.find("\ringest   20% 2/10  "), std::string::npos) << out;
+  EXPECT_NE(out.find("  40 clips "), std::string::npos) << out;
+}
+
 TEST(ProgressTest, RedrawsAreRateLimited) {
   PtyStderr pty;
   if (!pty.ok()) GTEST_SKIP() << "no pseudo-terminal available";

@@ -1,0 +1,173 @@
+#include "dataset/layout.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "base/hash.h"
+
+namespace reel::dataset {
+namespace {
+
+bool IsKeyChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '+' || c == '=' || c == '@' || c == ',';
+}
+
+bool IsSplitChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+// Printable form of a possibly binary name for error messages.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 200)) {
+    auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
+      out += buf;
+    }
+  }
+  if (s.size() > 200) out += "...";
+  return out;
+}
+
+}  // namespace
+
+std::string_view DatasetModeName(DatasetMode mode) {
+  return mode == DatasetMode::kVideo ? "video" : "frames";
+}
+
+Result<DatasetMode> ParseDatasetMode(std::string_view name) {
+  if (name == "video") return DatasetMode::kVideo;
+  if (name == "frames") return DatasetMode::kFrames;
+  return InvalidArgumentError("unknown dataset mode '" + Printable(name) +
+                              "' (expected \"video\" or \"frames\")");
+}
+
+std::string_view PayloadExtension(DatasetMode mode) {
+  return mode == DatasetMode::kVideo ? "mp4" : "frames.zst";
+}
+
+Result<DatasetMode> ModeOfExtension(std::string_view ext) {
+  if (ext == "mp4") return DatasetMode::kVideo;
+  if (ext == "frames.zst") return DatasetMode::kFrames;
+  return InvalidArgumentError("unknown payload extension '" + Printable(ext) +
+                              "' (expected \"mp4\" or \"frames.zst\")");
+}
+
+Status ValidateSampleKey(std::string_view key) {
+  if (key.empty()) return InvalidArgumentError("empty sample key");
+  if (key.size() > kMaxSampleKeyBytes) {
+    return InvalidArgumentError("sample key '" + Printable(key) + "' is " +
+                                std::to_string(key.size()) + " bytes; at most " +
+                                std::to_string(kMaxSampleKeyBytes) + " are allowed");
+  }
+  for (char c : key) {
+    if (!IsKeyChar(c)) {
+      return InvalidArgumentError("sample key '" + Printable(key) + "' contains '" +
+                                  Printable(std::string_view(&c, 1)) +
+                                  "'; keys are made of [A-Za-z0-9_+=@,-]");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string SanitizeSampleKey(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (char c : raw) out += IsKeyChar(c) ? c : '_';
+  if (out.empty()) out = "_";
+  if (out.size() > kMaxSampleKeyBytes) {
+    char suffix[18];
+    std::snprintf(suffix, sizeof(suffix), "-%016" PRIx64, Xxh3_64(raw));
+    out.resize(kMaxSampleKeyBytes - 17);
+    out += suffix;
+  }
+  return out;
+}
+
+Status ValidateSplitName(std::string_view split) {
+  if (split.empty() || split.size() > 64) {
+    return InvalidArgumentError("split name '" + Printable(split) + "' must be 1..64 bytes");
+  }
+  for (char c : split) {
+    if (!IsSplitChar(c)) {
+      return InvalidArgumentError("split name '" + Printable(split) +
+                                  "' may contain only [A-Za-z0-9_-]");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> NormalizeRoot(std::string_view root) {
+  while (!root.empty() && root.back() == '/') root.remove_suffix(1);
+  if (root.empty()) return std::string();
+  Status valid = storage::ValidateKey(root);
+  if (!valid.ok()) {
+    return InvalidArgumentError("bad dataset root '" + Printable(root) + "': " + valid.message());
+  }
+  return std::string(root);
+}
+
+std::string DatasetKey(std::string_view root, std::string_view relative) {
+  if (root.empty()) return std::string(relative);
+  std::string key(root);
+  key += '/';
+  key += relative;
+  return key;
+}
+
+std::string ManifestKey(std::string_view root) { return DatasetKey(root, kManifestFileName); }
+
+std::string SplitPrefix(std::string_view root, std::string_view split) {
+  return DatasetKey(root, std::string(split) + "/");
+}
+
+std::string ShardName(uint32_t number) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "shard-%06" PRIu32, number);
+  return buf;
+}
+
+std::string ShardTarKey(std::string_view root, std::string_view split, uint32_t number) {
+  return SplitPrefix(root, split) + ShardName(number) + ".tar";
+}
+
+std::string ShardIndexKey(std::string_view root, std::string_view split, uint32_t number) {
+  return SplitPrefix(root, split) + ShardName(number) + ".idx";
+}
+
+std::optional<uint32_t> ParseShardName(std::string_view name) {
+  for (std::string_view ext : {".tar", ".idx"}) {
+    if (name.size() > ext.size() && name.substr(name.size() - ext.size()) == ext) {
+      name.remove_suffix(ext.size());
+      break;
+    }
+  }
+  constexpr std::string_view kPrefix = "shard-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  std::string_view digits = name.substr(kPrefix.size());
+  if (digits.size() < 6 || digits.size() > 10) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (value > UINT32_MAX) return std::nullopt;
+  auto number = static_cast<uint32_t>(value);
+  if (ShardName(number) != name) return std::nullopt;  // only the canonical spelling
+  return number;
+}
+
+std::string ObjectUri(const storage::ObjectStore& store, std::string_view key) {
+  std::string uri = store.uri();
+  if (uri.empty() || uri.back() != '/') uri += '/';
+  uri += key;
+  return uri;
+}
+
+}  // namespace reel::dataset

@@ -1,0 +1,655 @@
+// ShardWriter and ShardReader against MemoryStore and LocalStore: rolling at the target size,
+// index offsets, checksums, publishing order, resuming, record validation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "base/hash.h"
+#include "dataset/frames_codec.h"
+#include "dataset/shard_reader.h"
+#include "dataset/shard_writer.h"
+#include "dataset/testing/records.h"
+
+namespace reel::dataset {
+namespace {
+
+using nlohmann::json;
+using testing::MakeRecord;
+using testing::StoreKind;
+using testing::TestStore;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Bytes a record adds to a shard, as the writer computes them.
+uint64_t RecordBytes(const Record& r) {
+  json meta = r.metadata;
+  meta["key"] = r.key;
+  meta["label"] = r.label_name;
+  meta["label_index"] = r.label;
+  meta["checksum"] = "xxh3:" + Xxh3Hex(Xxh3_64(r.payload));
+  return TarWriter::MemberBytes(r.key + "." + r.payload_ext, r.payload.size()) +
+         TarWriter::MemberBytes(r.key + ".cls", std::to_string(r.label).size()) +
+         TarWriter::MemberBytes(r.key + ".json", meta.dump().size());
+}
+
+void ExpectSameRecord(const Record& got, const Record& want) {
+  EXPECT_EQ(got.key, want.key);
+  EXPECT_EQ(got.label, want.label);
+  EXPECT_EQ(got.label_name, want.label_name);
+  EXPECT_EQ(got.payload_ext, want.payload_ext);
+  EXPECT_TRUE(got.payload == want.payload) << want.key;
+  for (const auto& [field, value] : want.metadata.items()) {
+    EXPECT_EQ(got.metadata.value(field, json()), value) << want.key << " " << field;
+  }
+  EXPECT_EQ(got.metadata["key"], want.key);
+  EXPECT_EQ(got.metadata["label"], want.label_name);
+  EXPECT_EQ(got.metadata["label_index"], want.label);
+  EXPECT_EQ(got.metadata["checksum"], "xxh3:" + Xxh3Hex(Xxh3_64(want.payload)));
+}
+
+std::unique_ptr<ShardWriter> NewWriter(storage::ObjectStore& store, ShardWriterOptions options,
+                                       std::string_view root = "ds",
+                                       std::string_view split = "train") {
+  auto writer = ShardWriter::Create(store, root, split, std::move(options));
+  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+  return std::move(writer).value();
+}
+
+std::unique_ptr<ShardReader> OpenShard(storage::ObjectStore& store, uint32_t number,
+                                       std::string_view root = "ds",
+                                       std::string_view split = "train") {
+  auto reader = ShardReader::Open(store, root, split, number);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  return reader.ok() ? std::move(reader).value() : nullptr;
+}
+
+class ShardTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  ShardTest() : store_(GetParam()) {}
+  storage::ObjectStore& store() { return store_.get(); }
+
+  // Writes `records` with the options; returns the published shards.
+  std::vector<ShardStats> WriteAll(const std::vector<Record>& records, ShardWriterOptions options,
+                                   std::string_view split = "train") {
+    auto writer = NewWriter(store(), std::move(options), "ds", split);
+    for (const Record& r : records) {
+      Status s = writer->AddRecord(r);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    Status s = writer->Finish();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return writer->shards();
+  }
+
+  TestStore store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, ShardTest,
+                         ::testing::Values(StoreKind::kMemory, StoreKind::kLocal),
+                         [](const auto& param) { return testing::StoreKindName(param.param); });
+
+TEST_P(ShardTest, RollsAtTheTargetSize) {
+  std::vector<Record> records;
+  for (int i = 0; i < 50; ++i) records.push_back(MakeRecord(i, 100 * 1024));
+  const uint64_t per_record = RecordBytes(records[0]);
+  for (const Record& r : records) ASSERT_EQ(RecordBytes(r), per_record);  // same-size metadata
+  ShardWriterOptions options;
+  options.target_bytes = kMiB;
+  std::vector<ShardStats> shards = WriteAll(records, options);
+
+  // A shard takes as many records as fit with the end-of-archive marker.
+  const uint64_t per_shard = (kMiB - kTarEndBytes) / per_record;
+  ASSERT_EQ(per_shard, 9u);
+  const size_t expected_shards = (50 + per_shard - 1) / per_shard;
+  ASSERT_EQ(shards.size(), expected_shards);
+  uint64_t total = 0;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const ShardStats& st = shards[s];
+    EXPECT_EQ(st.number, s);
+    EXPECT_EQ(st.name, ShardName(s));
+    EXPECT_EQ(st.split, "train");
+    EXPECT_EQ(st.tar_key, "ds/train/" + ShardName(s) + ".tar");
+    EXPECT_EQ(st.index_key, "ds/train/" + ShardName(s) + ".idx");
+    const uint64_t want_records = s + 1 < shards.size() ? per_shard : 50 - per_shard * s;
+    EXPECT_EQ(st.records, want_records);
+    EXPECT_EQ(st.tar_bytes, want_records * per_record + kTarEndBytes);
+    EXPECT_LE(st.tar_bytes, options.target_bytes);
+    EXPECT_LE(st.tar_bytes, options.target_bytes + per_record);
+    auto tar = store().Head(st.tar_key);
+    ASSERT_TRUE(tar.ok());
+    EXPECT_EQ(tar->size, st.tar_bytes);
+    auto idx = store().Head(st.index_key);
+    ASSERT_TRUE(idx.ok());
+    EXPECT_EQ(idx->size, st.index_bytes);
+    total += st.records;
+  }
+  EXPECT_EQ(total, 50u);
+  auto listed = ListShards(store(), "ds", "train");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), expected_shards);
+}
+
+TEST_P(ShardTest, DefaultTargetIs128MiBAndAnOversizedRecordGetsItsOwnShard) {
+  EXPECT_EQ(ShardWriterOptions().target_bytes, 128 * kMiB);
+  ShardWriterOptions options;
+  options.target_bytes = 64 * 1024;
+  std::vector<Record> records = {MakeRecord(0, 10000), MakeRecord(1, 200000), MakeRecord(2, 10000),
+                                 MakeRecord(3, 10000)};
+  std::vector<ShardStats> shards = WriteAll(records, options);
+  ASSERT_EQ(shards.size(), 3u);
+  EXPECT_EQ(shards[0].records, 1u);
+  EXPECT_EQ(shards[1].records, 1u);
+  EXPECT_GT(shards[1].tar_bytes, options.target_bytes);
+  EXPECT_EQ(shards[2].records, 2u);
+}
+
+TEST_P(ShardTest, EveryRecordReadsBackByIndexAndByIteration) {
+  std::vector<Record> records;
+  for (int i = 0; i < 40; ++i) records.push_back(MakeRecord(i, 1000 + 3137 * (i % 7)));
+  records[5].payload.clear();  // an empty payload is allowed
+  ShardWriterOptions options;
+  options.target_bytes = 40 * 1024;
+  std::vector<ShardStats> shards = WriteAll(records, options);
+  ASSERT_GT(shards.size(), 3u);
+  size_t next = 0;
+  for (const ShardStats& st : shards) {
+    auto shard = OpenShard(store(), st.number);
+    ASSERT_TRUE(shard);
+    EXPECT_EQ(shard->num_records(), st.records);
+    EXPECT_EQ(shard->index().tar_bytes, st.tar_bytes);
+    EXPECT_EQ(shard->index_bytes(), st.index_bytes);
+    ShardStats again = shard->Stats();
+    EXPECT_EQ(again.class_counts, st.class_counts);
+    EXPECT_EQ(again.records, st.records);
+    for (size_t i = 0; i < shard->num_records(); ++i) {
+      auto r = shard->ReadRecord(i);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ExpectSameRecord(*r, records[next + i]);
+      EXPECT_EQ(shard->Find(records[next + i].key), i);
+    }
+    auto it = shard->Iterate();
+    ASSERT_TRUE(it.ok()) << it.status().ToString();
+    Record r;
+    size_t n = 0;
+    while (true) {
+      Result<bool> more = (*it)->Next(&r);
+      ASSERT_TRUE(more.ok()) << more.status().ToString();
+      if (!*more) break;
+      ExpectSameRecord(r, records[next + n]);
+      ++n;
+    }
+    EXPECT_EQ(n, st.records);
+    next += n;
+    EXPECT_FALSE(shard->Find("nope"));
+    EXPECT_EQ(shard->ReadRecord(shard->num_records()).status().code(), StatusCode::kOutOfRange);
+  }
+  EXPECT_EQ(next, records.size());
+}
+
+TEST_P(ShardTest, IndexOffsetsAllowRangedReadsAndOneRecordIsOneRequest) {
+  std::vector<Record> records;
+  for (int i = 0; i < 12; ++i) records.push_back(MakeRecord(i, 5000 + i));
+  std::vector<ShardStats> shards = WriteAll(records, ShardWriterOptions{});
+  ASSERT_EQ(shards.size(), 1u);
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  const ShardIndex& index = shard->index();
+  ASSERT_EQ(index.records.size(), 12u);
+  for (size_t i = 0; i < index.records.size(); ++i) {
+    const IndexRecord& rec = index.records[i];
+    EXPECT_EQ(rec.key, records[i].key);
+    ASSERT_EQ(rec.members.size(), 3u);
+    EXPECT_EQ(rec.members[0].name, rec.key + ".mp4");
+    EXPECT_EQ(rec.members[1].name, rec.key + ".cls");
+    EXPECT_EQ(rec.members[2].name, rec.key + ".json");
+    auto payload = store().GetRange(shard->tar_key(), rec.members[0].offset, rec.members[0].size);
+    ASSERT_TRUE(payload.ok());
+    EXPECT_TRUE(*payload == records[i].payload);
+    EXPECT_EQ(Xxh3_64(*payload), rec.members[0].xxh3);
+    auto cls = store().GetRange(shard->tar_key(), rec.members[1].offset, rec.members[1].size);
+    ASSERT_TRUE(cls.ok());
+    EXPECT_EQ(*cls, std::to_string(records[i].label));
+    auto meta = store().GetRange(shard->tar_key(), rec.members[2].offset, rec.members[2].size);
+    ASSERT_TRUE(meta.ok());
+    EXPECT_EQ(json::parse(*meta)["key"], records[i].key);
+  }
+  // With a MemoryStore, count the requests: ReadRecord is exactly one GetRange.
+  storage::MemoryStore memory;
+  {
+    auto writer = NewWriter(memory, {});
+    for (const Record& r : records) ASSERT_TRUE(writer->AddRecord(r).ok());
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  auto counted = OpenShard(memory, 0);
+  ASSERT_TRUE(counted);
+  const uint64_t before = memory.request_count();
+  ASSERT_TRUE(counted->ReadRecord(7).ok());
+  EXPECT_EQ(memory.request_count() - before, 1u);
+}
+
+TEST_P(ShardTest, FlippedByteIsDataLossForThatRecordOnly) {
+  std::vector<Record> records;
+  for (int i = 0; i < 8; ++i) records.push_back(MakeRecord(i, 3000));
+  WriteAll(records, ShardWriterOptions{});
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  const IndexRecord& victim = shard->index().records[3];
+  // Corrupt one byte of record 3's payload and, separately, of record 5's .cls.
+  auto tar = store().Get(shard->tar_key());
+  ASSERT_TRUE(tar.ok());
+  std::string bad = *tar;
+  bad[victim.members[0].offset + 1234] ^= 0x01;
+  bad[shard->index().records[5].members[1].offset] = '9';
+  ASSERT_TRUE(store().Put(shard->tar_key(), bad).ok());
+
+  for (size_t i = 0; i < records.size(); ++i) {
+    auto r = shard->ReadRecord(i);
+    if (i == 3 || i == 5) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+      const std::string& msg = r.status().message();
+      EXPECT_NE(msg.find("ds/train/shard-000000.tar"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(records[i].key), std::string::npos) << msg;
+      EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+    } else {
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ExpectSameRecord(*r, records[i]);
+    }
+  }
+  // Iteration reports the two records and goes on.
+  auto it = shard->Iterate();
+  ASSERT_TRUE(it.ok());
+  std::vector<std::string> good;
+  int errors = 0;
+  Record r;
+  while (true) {
+    Result<bool> more = (*it)->Next(&r);
+    if (!more.ok()) {
+      EXPECT_EQ(more.status().code(), StatusCode::kDataLoss);
+      ++errors;
+      continue;
+    }
+    if (!*more) break;
+    good.push_back(r.key);
+  }
+  EXPECT_EQ(errors, 2);
+  EXPECT_EQ(good.size(), 6u);
+  EXPECT_EQ(std::find(good.begin(), good.end(), records[3].key), good.end());
+}
+
+TEST_P(ShardTest, CorruptTarHeaderStopsIterationButNotRandomAccess) {
+  std::vector<Record> records;
+  for (int i = 0; i < 4; ++i) records.push_back(MakeRecord(i, 2000));
+  WriteAll(records, ShardWriterOptions{});
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  auto tar = store().Get(shard->tar_key());
+  ASSERT_TRUE(tar.ok());
+  std::string bad = *tar;
+  // The header of record 2's payload member is the block before its data.
+  bad[shard->index().records[2].members[0].offset - 512 + 3] ^= 0x40;
+  ASSERT_TRUE(store().Put(shard->tar_key(), bad).ok());
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(shard->ReadRecord(i).ok()) << i;
+  auto it = shard->Iterate();
+  ASSERT_TRUE(it.ok());
+  Record r;
+  ASSERT_TRUE(*(*it)->Next(&r));
+  ASSERT_TRUE(*(*it)->Next(&r));
+  Result<bool> third = (*it)->Next(&r);
+  EXPECT_EQ(third.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ((*it)->Next(&r).status(), third.status());  // sticky
+}
+
+TEST_P(ShardTest, TruncatedTarIsDataLoss) {
+  std::vector<Record> records;
+  for (int i = 0; i < 4; ++i) records.push_back(MakeRecord(i, 2000));
+  WriteAll(records, ShardWriterOptions{});
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  auto tar = store().Get(shard->tar_key());
+  ASSERT_TRUE(tar.ok());
+  const uint64_t cut = shard->index().records[3].members[0].offset + 10;
+  ASSERT_TRUE(store().Put(shard->tar_key(), tar->substr(0, cut)).ok());
+  EXPECT_TRUE(shard->ReadRecord(0).ok());
+  auto last = shard->ReadRecord(3);
+  EXPECT_EQ(last.status().code(), StatusCode::kDataLoss) << last.status().ToString();
+  auto it = shard->Iterate();
+  EXPECT_EQ(it.status().code(), StatusCode::kDataLoss);
+}
+
+TEST_P(ShardTest, TarWithoutIndexIsUnfinishedAndNotListed) {
+  std::vector<Record> records;
+  for (int i = 0; i < 30; ++i) records.push_back(MakeRecord(i, 4000));
+  ShardWriterOptions options;
+  options.target_bytes = 32 * 1024;
+  std::vector<ShardStats> shards = WriteAll(records, options);
+  ASSERT_GE(shards.size(), 4u);
+  ASSERT_TRUE(store().Delete(shards[1].index_key).ok());
+  // A stray tar from a crashed run, an index without its tar, and unrelated objects.
+  ASSERT_TRUE(store().Put("ds/train/shard-000050.tar", "partial").ok());
+  ASSERT_TRUE(store().Put("ds/train/shard-000060.idx", "{}").ok());
+  ASSERT_TRUE(store().Put("ds/train/notes.txt", "x").ok());
+  ASSERT_TRUE(store().Put("ds/train/sub/shard-000002.tar", "x").ok());
+  ASSERT_TRUE(store().Put("ds/train/sub/shard-000002.idx", "x").ok());
+  auto listed = ListShards(store(), "ds", "train");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::vector<uint32_t> want;
+  for (const ShardStats& s : shards) {
+    if (s.number != 1) want.push_back(s.number);
+  }
+  EXPECT_EQ(*listed, want);
+  auto unfinished = ShardReader::Open(store(), "ds", "train", 1);
+  EXPECT_EQ(unfinished.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(unfinished.status().message().find("unfinished"), std::string::npos);
+  auto stats = LoadShardStats(store(), "ds", "train");
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->size(), want.size());
+  auto empty = ListShards(store(), "ds", "val");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST_P(ShardTest, WriterDestroyedBeforeFinishPublishesNothingOfTheOpenShard) {
+  ShardWriterOptions options;
+  options.target_bytes = 24 * 1024;
+  {
+    auto writer = NewWriter(store(), options);
+    for (int i = 0; i < 7; ++i) ASSERT_TRUE(writer->AddRecord(MakeRecord(i, 5000)).ok());
+    ASSERT_EQ(writer->shards().size(), 2u);  // 3 records per shard; the third shard is open
+    EXPECT_EQ(writer->records(), 7u);
+  }
+  auto listed = ListShards(store(), "ds", "train");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(store().Head("ds/train/shard-000002.tar").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store().Head("ds/train/shard-000002.idx").status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(ShardTest, ResumesAfterFinishedShards) {
+  std::vector<Record> records;
+  for (int i = 0; i < 20; ++i) records.push_back(MakeRecord(i, 5000));
+  ShardWriterOptions options;
+  options.target_bytes = 24 * 1024;  // 3 records per shard
+
+  // A complete run, for comparison.
+  TestStore reference(GetParam());
+  {
+    auto writer = NewWriter(*reference, options);
+    for (const Record& r : records) ASSERT_TRUE(writer->AddRecord(r).ok());
+    ASSERT_TRUE(writer->Finish().ok());
+  }
+  // A run that dies after 10 records: shards 0..2 published (9 records), shard 3 open.
+  {
+    auto writer = NewWriter(store(), options);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(writer->AddRecord(records[i]).ok());
+  }
+  // Simulate a crash that left shard 3's tar behind and a stale index for shard 4.
+  ASSERT_TRUE(store().Put("ds/train/shard-000003.tar", "torn").ok());
+  ASSERT_TRUE(store().Put("ds/train/shard-000004.idx", "stale").ok());
+
+  auto keys = std::make_shared<KeyRegistry>();
+  auto done = LoadShardStats(store(), "ds", "train", keys.get());
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_EQ(done->size(), 3u);
+  EXPECT_EQ(keys->size(), 9u);
+  uint64_t finished_records = 0;
+  for (const ShardStats& s : *done) finished_records += s.records;
+  ASSERT_EQ(finished_records, 9u);
+
+  ShardWriterOptions resume = options;
+  resume.first_shard = static_cast<uint32_t>(done->size());
+  resume.keys = keys;
+  std::vector<ShardStats> published;
+  resume.on_shard_published = [&](const ShardStats& s) { published.push_back(s); };
+  auto writer = NewWriter(store(), resume);
+  // Keys of finished shards are refused.
+  EXPECT_EQ(writer->AddRecord(records[0]).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(writer->AddRecord(records[finished_records]).ok());
+  // Shard 3 is being rewritten; shard 4's stale index disappears when shard 4 opens.
+  EXPECT_FALSE(store().Head("ds/train/shard-000003.idx").ok());
+  for (size_t i = finished_records + 1; i < records.size(); ++i) {
+    ASSERT_TRUE(writer->AddRecord(records[i]).ok());
+  }
+  ASSERT_TRUE(writer->Finish().ok());
+  EXPECT_EQ(published.size(), writer->shards().size());
+  EXPECT_EQ(writer->shards().front().number, 3u);
+
+  // The resumed dataset is byte-identical to the uninterrupted one.
+  auto all = ListShards(store(), "ds", "train");
+  auto ref = ListShards(*reference, "ds", "train");
+  ASSERT_TRUE(all.ok() && ref.ok());
+  EXPECT_EQ(*all, *ref);
+  for (uint32_t n : *all) {
+    auto a = store().Get(ShardTarKey("ds", "train", n));
+    auto b = reference->Get(ShardTarKey("ds", "train", n));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(*a == *b) << n;
+    auto ia = store().Get(ShardIndexKey("ds", "train", n));
+    auto ib = reference->Get(ShardIndexKey("ds", "train", n));
+    ASSERT_TRUE(ia.ok() && ib.ok());
+    EXPECT_EQ(*ia, *ib) << n;
+  }
+}
+
+TEST_P(ShardTest, RecordsAreValidated) {
+  auto registry = std::make_shared<KeyRegistry>();
+  ShardWriterOptions options;
+  options.keys = registry;
+  auto writer = NewWriter(store(), options);
+  auto code_of = [&](Record r) { return writer->AddRecord(r).code(); };
+  Record ok = MakeRecord(1, 100);
+  Record r = ok;
+  r.key = "bad.key";
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.key = std::string(kMaxSampleKeyBytes + 1, 'k');
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.label = -1;
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.label_name.clear();
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.payload_ext = "frames.zst";  // the writer is in video mode
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.metadata = json::array({1, 2});
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.metadata["label"] = "other";
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.metadata["checksum"] = "xxh3:0000000000000000";
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  r = ok;
+  r.metadata["note"] = std::string("\xff\xfe", 2);  // not UTF-8
+  EXPECT_EQ(code_of(r), StatusCode::kInvalidArgument);
+  // Matching owned fields and null metadata are fine.
+  r = ok;
+  r.metadata["label"] = ok.label_name;
+  r.metadata["label_index"] = ok.label;
+  ASSERT_TRUE(writer->AddRecord(r).ok());
+  Record bare = MakeRecord(2, 100);
+  bare.metadata = nullptr;
+  ASSERT_TRUE(writer->AddRecord(bare).ok());
+  EXPECT_EQ(code_of(ok), StatusCode::kAlreadyExists);
+  // None of the refusals broke the writer.
+  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_EQ(writer->shards().size(), 1u);
+  EXPECT_EQ(writer->shards()[0].records, 2u);
+  EXPECT_EQ(writer->AddRecord(MakeRecord(3, 1)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->Finish().code(), StatusCode::kFailedPrecondition);
+
+  // The registry is shared: the validation split cannot reuse a training key.
+  auto val = NewWriter(store(), options, "ds", "val");
+  EXPECT_EQ(val->AddRecord(ok).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(val->AddRecord(MakeRecord(9, 10)).ok());
+
+  EXPECT_EQ(ShardWriter::Create(store(), "ds", "a/b").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShardWriter::Create(store(), "/abs", "train").status().code(),
+            StatusCode::kInvalidArgument);
+  ShardWriterOptions tiny;
+  tiny.target_bytes = 100;
+  EXPECT_EQ(ShardWriter::Create(store(), "ds", "train", tiny).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_P(ShardTest, EmptyWriterPublishesNothingAndRootCanBeEmpty) {
+  auto writer = NewWriter(store(), {}, "", "test");
+  ASSERT_TRUE(writer->Finish().ok());
+  EXPECT_TRUE(writer->shards().empty());
+  auto at_root = NewWriter(store(), {}, "", "test");
+  ASSERT_TRUE(at_root->AddRecord(MakeRecord(0, 10)).ok());
+  ASSERT_TRUE(at_root->Finish().ok());
+  EXPECT_TRUE(store().Head("test/shard-000000.tar").ok());
+  auto shard = OpenShard(store(), 0, "", "test");
+  ASSERT_TRUE(shard);
+  EXPECT_TRUE(shard->ReadRecord(0).ok());
+}
+
+TEST_P(ShardTest, FramesModeStoresFramesPayloads) {
+  ShardWriterOptions options;
+  options.mode = DatasetMode::kFrames;
+  auto writer = NewWriter(store(), options);
+  std::vector<media::Frame> frames;
+  for (int t = 0; t < 4; ++t) {
+    media::Frame f = media::Frame::Make(16, 12);
+    for (size_t b = 0; b < f.data.size(); ++b) f.data[b] = static_cast<uint8_t>(b + t);
+    frames.push_back(std::move(f));
+  }
+  auto payload = EncodeFrames(frames);
+  ASSERT_TRUE(payload.ok());
+  Record r = MakeRecord(0, 0, 3, "frames.zst");
+  r.payload = *payload;
+  ASSERT_TRUE(writer->AddRecord(r).ok());
+  EXPECT_EQ(writer->AddRecord(MakeRecord(1, 10)).code(), StatusCode::kInvalidArgument);  // mp4
+  ASSERT_TRUE(writer->Finish().ok());
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  EXPECT_EQ(shard->index().records[0].members[0].name, "clip-0000.frames.zst");
+  auto back = shard->ReadRecord(0);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->payload_ext, "frames.zst");
+  auto decoded = DecodeFramesToFrames(back->payload);
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_EQ(decoded->size(), 4u);
+  EXPECT_EQ((*decoded)[3].data, frames[3].data);
+}
+
+TEST_P(ShardTest, BadIndexesAreRefusedOnOpen) {
+  WriteAll({MakeRecord(0, 100), MakeRecord(1, 100)}, ShardWriterOptions{});
+  const std::string idx_key = ShardIndexKey("ds", "train", 0);
+  auto original = store().Get(idx_key);
+  ASSERT_TRUE(original.ok());
+  json doc = json::parse(*original);
+
+  auto open_with = [&](const std::string& text) {
+    EXPECT_TRUE(store().Put(idx_key, text).ok());
+    return ShardReader::Open(store(), "ds", "train", 0).status();
+  };
+  Status s = open_with("{not json");
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("ds/train/shard-000000.idx"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("parse"), std::string::npos) << s.message();
+
+  json newer = doc;
+  newer["version"] = 2;
+  EXPECT_EQ(open_with(newer.dump()).code(), StatusCode::kFailedPrecondition);
+
+  json other = doc;
+  other["shard"] = "shard-000001";
+  EXPECT_EQ(open_with(other.dump()).code(), StatusCode::kDataLoss);
+
+  json past_end = doc;
+  past_end["tar_bytes"] = 1024;
+  s = open_with(past_end.dump());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("passes the end"), std::string::npos) << s.message();
+
+  json misaligned = doc;
+  misaligned["records"][0]["members"][0][1] = 513;
+  EXPECT_EQ(open_with(misaligned.dump()).code(), StatusCode::kDataLoss);
+
+  json wrong_key = doc;
+  wrong_key["records"][0]["members"][0][0] = "clip-0001.mp4";
+  EXPECT_EQ(open_with(wrong_key.dump()).code(), StatusCode::kDataLoss);
+
+  json duplicate = doc;
+  duplicate["records"][1] = duplicate["records"][0];
+  EXPECT_EQ(open_with(duplicate.dump()).code(), StatusCode::kDataLoss);
+
+  json bad_hash = doc;
+  bad_hash["records"][0]["members"][0][3] = "XYZ";
+  EXPECT_EQ(open_with(bad_hash.dump()).code(), StatusCode::kDataLoss);
+
+  json missing = doc;
+  missing.erase("records");
+  s = open_with(missing.dump());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("records: missing"), std::string::npos) << s.message();
+
+  json negative = doc;
+  negative["records"][0]["label"] = -3;
+  EXPECT_EQ(open_with(negative.dump()).code(), StatusCode::kDataLoss);
+
+  // A .cls that disagrees with the index (index edited, data intact) fails that record only.
+  json relabeled = doc;
+  relabeled["records"][0]["label"] = 2;
+  ASSERT_TRUE(open_with(relabeled.dump()).ok());
+  auto shard = OpenShard(store(), 0);
+  ASSERT_TRUE(shard);
+  EXPECT_EQ(shard->ReadRecord(0).status().code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(shard->ReadRecord(1).ok());
+}
+
+// A store whose Put / OpenWriter fail for keys with a given suffix, to test publishing order.
+class FailingStore : public storage::MemoryStore {
+ public:
+  std::string fail_suffix;
+  bool fail_close = false;
+  Status Put(std::string_view key, std::string_view data) override {
+    if (Matches(key)) return UnavailableError("injected failure for " + std::string(key));
+    return MemoryStore::Put(key, data);
+  }
+  Result<std::unique_ptr<storage::ObjectWriter>> OpenWriter(std::string_view key) override {
+    if (Matches(key)) return UnavailableError("injected failure for " + std::string(key));
+    return MemoryStore::OpenWriter(key);
+  }
+
+ private:
+  bool Matches(std::string_view key) const {
+    return !fail_suffix.empty() && key.size() >= fail_suffix.size() &&
+           key.substr(key.size() - fail_suffix.size()) == fail_suffix;
+  }
+};
+
+TEST(ShardWriterFailureTest, IndexPutFailureLeavesAnUnlistedShardAndBreaksTheWriter) {
+  FailingStore store;
+  ShardWriterOptions options;
+  options.target_bytes = 24 * 1024;  // 3 records per shard
+  auto writer = NewWriter(store, options);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(writer->AddRecord(MakeRecord(i, 5000)).ok());
+  store.fail_suffix = "shard-000000.idx";
+  Status s = writer->AddRecord(MakeRecord(3, 5000));  // rolls: publishes shard 0
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(writer->AddRecord(MakeRecord(4, 5000)), s);
+  EXPECT_EQ(writer->Finish(), s);
+  EXPECT_TRUE(store.Head("ds/train/shard-000000.tar").ok());  // the tar made it ...
+  auto listed = ListShards(store, "ds", "train");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());  // ... but without its index nobody sees it
+}
+
+TEST(ShardWriterFailureTest, TarOpenFailureIsReported) {
+  FailingStore store;
+  store.fail_suffix = ".tar";
+  auto writer = NewWriter(store, {});
+  EXPECT_EQ(writer->AddRecord(MakeRecord(0, 10)).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(writer->Finish().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace reel::dataset

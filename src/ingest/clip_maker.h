@@ -1,0 +1,42 @@
+// Turns one source video into dataset records: decodes the frames its clip plan names (resized
+// to the short side, turned upright), and stores each clip as the dataset's mode asks: an H.264
+// MP4 whose first frame is a keyframe (mode video) or zstd-compressed uint8 frames (mode frames).
+//
+// Errors (the ingest reports them per video and carries on): the decoder's (NotFound, DataLoss
+// for corrupt or truncated files, Unimplemented for codecs this FFmpeg lacks, InvalidArgument),
+// FailedPrecondition for a video with no frames in the requested segment, and the encoder's.
+// Thread-safety: MakeClips is reentrant; each call uses its own decoder and encoder.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "dataset/layout.h"
+#include "dataset/record.h"
+#include "ingest/clip_plan.h"
+#include "ingest/sources.h"
+#include "media/input.h"
+
+namespace reel::ingest {
+
+struct EncodeSettings {
+  dataset::DatasetMode mode = dataset::DatasetMode::kVideo;
+  int crf = 23;                      // video mode: x264 quality
+  std::string preset = "veryfast";   // video mode: x264 speed
+  int zstd_level = 3;                // frames mode
+};
+
+struct ClipJob {
+  const SourceVideo* video = nullptr;
+  std::string class_name;
+  std::string key_base;   // sample keys are key_base + "_c" + clip number (3+ digits)
+  std::string source_uri; // recorded in each record's metadata
+};
+
+// The records of every clip of the video, in clip order.
+Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,
+                                               const ClipSettings& clip,
+                                               const EncodeSettings& encode);
+
+}  // namespace reel::ingest

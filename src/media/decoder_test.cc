@@ -1,0 +1,409 @@
+// VideoDecoder: the seek strategy and its statistics, request order and duplicates, times, the
+// sequential API, output options, inputs, threads, and errors. (Random access against sequential
+// decoding on every shared video is in shared_videos_test.cc.)
+#include "media/decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "media/encoder.h"
+#include "media/scaler.h"
+#include "media/testing/media_testing.h"
+
+namespace reel::media {
+namespace {
+
+using testing::Compare;
+using testing::ReadFileOrEmpty;
+using testing::SharedVideo;
+
+std::unique_ptr<VideoDecoder> MustOpen(const Input& input, const DecodeOptions& options = {}) {
+  auto decoder = VideoDecoder::Open(input, options);
+  EXPECT_TRUE(decoder.ok()) << decoder.status().ToString();
+  return decoder.ok() ? std::move(decoder).value() : nullptr;
+}
+
+// Every frame of the video, decoded in one pass.
+std::vector<Frame> DecodeAll(const std::string& file, const DecodeOptions& options = {}) {
+  auto decoder = MustOpen(Input::File(SharedVideo(file)), options);
+  std::vector<Frame> frames;
+  if (!decoder) return frames;
+  Status s = decoder->ForEachFrame([&](Frame&& f) {
+    frames.push_back(std::move(f));
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return frames;
+}
+
+TEST(SeekStrategyTest, DecodesInFileOrderAndSeeksOnlyPastAKeyframe) {
+  // mmaction2_test.mp4: 300 frames, keyframes at 0 and 235.
+  auto decoder = MustOpen(Input::File(SharedVideo("mmaction2_test.mp4")));
+  ASSERT_TRUE(decoder);
+  ASSERT_EQ(decoder->info().keyframes, (std::vector<int64_t>{0, 235}));
+  const std::vector<int64_t> request = {5, 250, 10, 251};
+  auto frames = decoder->DecodeFrames(request);
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_EQ(frames->size(), 4u);
+  for (size_t k = 0; k < request.size(); ++k) EXPECT_EQ((*frames)[k].index, request[k]);
+
+  DecodeStats stats = decoder->stats();
+  // 0..10 decoded from the start, one forward seek to keyframe 235, then 235..251 (plus the
+  // B-frame reorder delay): never a packet twice, never backwards, far from the whole file.
+  EXPECT_EQ(stats.seeks, 1);
+  EXPECT_EQ(stats.backward_seeks, 0);
+  EXPECT_EQ(stats.frames_returned, 4);
+  EXPECT_LE(stats.packets_read, 11 + 17 + 8);
+  EXPECT_LE(stats.frames_decoded, stats.packets_read);
+  EXPECT_GE(stats.max_packet_index, 251);
+  EXPECT_LT(stats.max_packet_index, 251 + 8);
+
+  // Pixels equal to a full sequential decode's.
+  std::vector<Frame> all = DecodeAll("mmaction2_test.mp4");
+  ASSERT_EQ(all.size(), 300u);
+  for (size_t k = 0; k < request.size(); ++k) {
+    EXPECT_EQ((*frames)[k].data, all[request[k]].data) << "frame " << request[k];
+  }
+
+  // Going back costs a backward seek and still gives the right picture.
+  auto back = decoder->DecodeFrame(7);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->data, all[7].data);
+  EXPECT_EQ(decoder->stats().backward_seeks, 1);
+}
+
+TEST(SeekStrategyTest, NearbyFramesDecodeForwardWithoutSeeking) {
+  auto decoder = MustOpen(Input::File(SharedVideo("decord_flipping_a_pancake.mkv")));
+  ASSERT_TRUE(decoder);  // keyframes 0, 150, 300
+  ASSERT_TRUE(decoder->DecodeFrames({10, 20, 140}).ok());
+  EXPECT_EQ(decoder->stats().seeks, 0);
+  ASSERT_TRUE(decoder->DecodeFrames({160}).ok());  // past keyframe 150: a seek pays off
+  EXPECT_EQ(decoder->stats().seeks, 1);
+  ASSERT_TRUE(decoder->DecodeFrames({170, 299}).ok());  // keyframe 150 already behind us
+  EXPECT_EQ(decoder->stats().seeks, 1);
+  decoder->ResetStats();
+  EXPECT_EQ(decoder->stats().seeks, 0);
+}
+
+// Containers none of the shared videos use, made by VideoEncoder: a raw H.264 elementary stream
+// (no timestamps at all: frames are counted) and MPEG-TS (seeks by byte search).
+class OtherContainerTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OtherContainerTest, RandomAccessMatchesSequential) {
+  EncoderOptions eo;
+  eo.width = 64;
+  eo.height = 48;
+  eo.gop = 12;
+  eo.container = GetParam();
+  auto encoder = VideoEncoder::Create(eo);
+  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
+  for (int t = 0; t < 48; ++t) ASSERT_TRUE((*encoder)->Add(testing::GradientFrame(64, 48, t)).ok());
+  auto bytes = (*encoder)->Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Input input = Input::Memory(*bytes, std::string("clip.") + GetParam());
+
+  auto sequential = MustOpen(input);
+  ASSERT_TRUE(sequential);
+  EXPECT_EQ(sequential->info().frame_count, 48);
+  std::vector<Frame> all;
+  ASSERT_TRUE(sequential->ForEachFrame([&](Frame&& f) {
+    all.push_back(std::move(f));
+    return Status::Ok();
+  }).ok());
+  ASSERT_EQ(all.size(), 48u);
+  for (int t : {0, 20, 47}) {
+    EXPECT_GT(Compare(all[t], testing::GradientFrame(64, 48, t)).psnr, 30.0) << "frame " << t;
+  }
+  auto random = MustOpen(input);
+  ASSERT_TRUE(random);
+  const std::vector<int64_t> request = {40, 3, 25, 13, 47, 0};
+  auto frames = random->DecodeFrames(request);
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  for (size_t k = 0; k < request.size(); ++k) {
+    EXPECT_EQ((*frames)[k].data, all[request[k]].data) << "frame " << request[k];
+  }
+  for (int64_t i : {30, 5}) {  // backwards
+    auto f = random->DecodeFrame(i);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(f->data, all[i].data) << "frame " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Containers, OtherContainerTest,
+                         ::testing::Values("h264", "mpegts", "matroska", "avi"));
+
+TEST(DecoderTest, RequestOrderAndDuplicates) {
+  auto decoder = MustOpen(Input::File(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));
+  ASSERT_TRUE(decoder);
+  auto frames = decoder->DecodeFrames({3, 1, 3, 0});
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_EQ(frames->size(), 4u);
+  EXPECT_EQ((*frames)[0].index, 3);
+  EXPECT_EQ((*frames)[1].index, 1);
+  EXPECT_EQ((*frames)[2].index, 3);
+  EXPECT_EQ((*frames)[3].index, 0);
+  EXPECT_EQ((*frames)[0].data, (*frames)[2].data);
+  EXPECT_NE((*frames)[0].data, (*frames)[1].data);
+  EXPECT_EQ(decoder->stats().frames_returned, 3);  // each distinct frame decoded once
+  auto none = decoder->DecodeFrames({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(DecoderTest, DecodeAtPicksTheNearestFrame) {
+  // Timestamps start at 8.33 s in the file; times here count from the first frame.
+  auto decoder = MustOpen(Input::File(SharedVideo("torchcodec_test_non_zero_start.mp4")));
+  ASSERT_TRUE(decoder);
+  auto frames = decoder->DecodeAt({0.0, 0.1, 0.049, 0.39});
+  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  EXPECT_EQ((*frames)[0].index, 0);
+  EXPECT_EQ((*frames)[1].index, 3);
+  EXPECT_EQ((*frames)[2].index, 1);  // 1.47 frames
+  EXPECT_EQ((*frames)[3].index, 11);
+  EXPECT_DOUBLE_EQ((*frames)[0].timestamp_s, 0.0);
+  EXPECT_NEAR((*frames)[1].timestamp_s, 0.1, 1e-9);
+  EXPECT_EQ(decoder->DecodeAt({-0.5}).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(decoder->DecodeAt({5.0}).status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(DecoderTest, OutOfRangeIndicesAreInvalidArgument) {
+  auto decoder = MustOpen(Input::File(SharedVideo("decord_video_0.mov")));
+  ASSERT_TRUE(decoder);
+  EXPECT_EQ(decoder->DecodeFrame(3).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decoder->DecodeFrames({0, -1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decoder->SeekToFrame(4).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(decoder->DecodeFrame(2).ok());
+}
+
+TEST(DecoderTest, ReadNextContinuesAfterTheLastDecodedFrame) {
+  auto decoder = MustOpen(Input::File(SharedVideo("torchcodec_h265_video.mp4")));  // 10 frames
+  ASSERT_TRUE(decoder);
+  auto first = decoder->ReadNext();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->index, 0);
+  ASSERT_TRUE(decoder->DecodeFrames({6, 4}).ok());
+  auto next = decoder->ReadNext();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->index, 7);
+  ASSERT_TRUE(decoder->SeekToFrame(9).ok());
+  next = decoder->ReadNext();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->index, 9);
+  next = decoder->ReadNext();
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->has_value());
+  ASSERT_TRUE(decoder->SeekToFrame(10).ok());  // one past the end is allowed: nothing left
+  EXPECT_FALSE(decoder->ReadNext()->has_value());
+}
+
+TEST(DecoderTest, ForEachFrameRangeAndStop) {
+  auto decoder = MustOpen(Input::File(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));
+  ASSERT_TRUE(decoder);
+  std::vector<int64_t> seen;
+  ASSERT_TRUE(decoder
+                  ->ForEachFrame(
+                      [&](Frame&& f) {
+                        seen.push_back(f.index);
+                        return Status::Ok();
+                      },
+                      10, 14)
+                  .ok());
+  EXPECT_EQ(seen, (std::vector<int64_t>{10, 11, 12, 13}));
+  int calls = 0;
+  Status s = decoder->ForEachFrame([&](Frame&&) {
+    return ++calls == 3 ? CancelledError("enough") : Status::Ok();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kCancelled);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(DecoderTest, ResizeCropAndFormats) {
+  const std::string path = SharedVideo("mmaction2_test.mp4");  // 340x256
+  DecodeOptions options;
+  options.short_side = 32;
+  auto small = MustOpen(Input::File(path), options);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->output_width(), 42);
+  EXPECT_EQ(small->output_height(), 32);
+  auto f = small->DecodeFrame(100);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->width, 42);
+  EXPECT_EQ(f->height, 32);
+  EXPECT_EQ(f->data.size(), 42u * 32u * 3u);
+
+  options.crop_width = 24;
+  options.crop_height = 20;
+  auto cropped = MustOpen(Input::File(path), options);
+  ASSERT_TRUE(cropped);
+  auto c = cropped->DecodeFrame(100);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto expected = CenterCrop(*f, 24, 20);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(c->data, expected->data);
+
+  DecodeOptions exact;
+  exact.width = 64;
+  exact.height = 48;
+  exact.interpolation = Interpolation::kArea;
+  exact.format = PixelFormat::kGray8;
+  auto gray = MustOpen(Input::File(path), exact);
+  ASSERT_TRUE(gray);
+  auto g = gray->DecodeFrame(0);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->format, PixelFormat::kGray8);
+  EXPECT_EQ(g->data.size(), 64u * 48u);
+
+  // Resized YUV420P goes through swscale and is close to the resized RGB.
+  DecodeOptions yuv;
+  yuv.format = PixelFormat::kYuv420p;
+  yuv.width = 170;
+  yuv.height = 128;
+  auto y = MustOpen(Input::File(path), yuv);
+  ASSERT_TRUE(y);
+  auto yf = y->DecodeFrame(0);
+  ASSERT_TRUE(yf.ok()) << yf.status().ToString();
+  EXPECT_EQ(yf->data.size(), Frame::ByteSize(170, 128, PixelFormat::kYuv420p));
+}
+
+TEST(DecoderTest, ResizeOfARotatedVideoIsInDisplayOrientation) {
+  const std::string path = SharedVideo("decord_video_90.mov");  // 568x320, shown as 320x568
+  DecodeOptions options;
+  options.short_side = 64;
+  auto decoder = MustOpen(Input::File(path), options);
+  ASSERT_TRUE(decoder);
+  EXPECT_EQ(decoder->output_width(), 64);
+  EXPECT_EQ(decoder->output_height(), 113);
+  auto small = decoder->DecodeFrame(1);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  // The same as turning the full frame and resizing it (up to rounding in the scaler).
+  auto full = MustOpen(Input::File(path))->DecodeFrame(1);
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(full->width, 320);
+  auto resized = Resize(*full, 64, 113);
+  ASSERT_TRUE(resized.ok());
+  auto d = Compare(*small, *resized);
+  EXPECT_LT(d.mean_abs, 2.0);
+  EXPECT_GT(d.psnr, 30.0);
+
+  DecodeOptions stored;
+  stored.autorotate = false;
+  auto raw = MustOpen(Input::File(path), stored);
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->output_width(), 568);
+  auto r = raw->DecodeFrame(1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Orient(*r, Orientation::Rotation(90)).data, full->data);
+}
+
+TEST(DecoderTest, FrameThreadingGivesTheSamePixels) {
+  const std::string path = SharedVideo("mmaction2_demo.mp4");
+  const std::vector<int64_t> request = {0, 57, 140, 279};
+  auto single = MustOpen(Input::File(path));
+  ASSERT_TRUE(single);
+  auto expected = single->DecodeFrames(request);
+  ASSERT_TRUE(expected.ok());
+  for (int threads : {0, 3}) {
+    DecodeOptions options;
+    options.threads = threads;
+    auto decoder = MustOpen(Input::File(path), options);
+    ASSERT_TRUE(decoder);
+    auto frames = decoder->DecodeFrames(request);
+    ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+    for (size_t k = 0; k < request.size(); ++k) {
+      EXPECT_EQ((*frames)[k].data, (*expected)[k].data) << threads << " threads, frame "
+                                                        << request[k];
+    }
+  }
+}
+
+TEST(DecoderTest, MemoryInputOutlivesTheCallersBytes) {
+  auto bytes = std::make_shared<const std::string>(
+      ReadFileOrEmpty(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));
+  ASSERT_FALSE(bytes->empty());
+  std::unique_ptr<VideoDecoder> decoder;
+  {
+    Input input = Input::Memory(bytes, "raw/part0.mp4");
+    bytes.reset();  // the Input (and then the decoder) keeps them alive
+    decoder = MustOpen(input);
+  }
+  ASSERT_TRUE(decoder);
+  auto f = decoder->DecodeFrames({31, 0});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(decoder->info().name, "raw/part0.mp4");
+}
+
+TEST(DecoderTest, ConcurrentDecodersOfOneInput) {
+  Input input = Input::Memory(ReadFileOrEmpty(SharedVideo("mmaction2_demo.mp4")), "demo.mp4");
+  const std::vector<int64_t> request = {3, 100, 200};
+  auto reference = MustOpen(input);
+  ASSERT_TRUE(reference);
+  auto expected = reference->DecodeFrames(request);
+  ASSERT_TRUE(expected.ok());
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto decoder = VideoDecoder::Open(input);
+      if (!decoder.ok()) return;
+      auto frames = (*decoder)->DecodeFrames(request);
+      if (!frames.ok()) return;
+      bool same = true;
+      for (size_t k = 0; k < request.size(); ++k) same &= (*frames)[k].data == (*expected)[k].data;
+      ok[t] = same ? 1 : 0;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok, (std::vector<int>{1, 1, 1, 1}));
+}
+
+TEST(DecoderErrorsTest, BadOptionsAreInvalidArgument) {
+  const Input input = Input::File(SharedVideo("decord_video_0.mov"));
+  DecodeOptions width_only;
+  width_only.width = 10;
+  EXPECT_EQ(VideoDecoder::Open(input, width_only).status().code(), StatusCode::kInvalidArgument);
+  DecodeOptions both;
+  both.width = 10;
+  both.height = 10;
+  both.short_side = 5;
+  EXPECT_EQ(VideoDecoder::Open(input, both).status().code(), StatusCode::kInvalidArgument);
+  DecodeOptions big_crop;
+  big_crop.crop_width = 1000;
+  big_crop.crop_height = 10;
+  EXPECT_EQ(VideoDecoder::Open(input, big_crop).status().code(), StatusCode::kInvalidArgument);
+  DecodeOptions threads;
+  threads.threads = -1;
+  EXPECT_EQ(VideoDecoder::Open(input, threads).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(DecoderErrorsTest, MissingAndGarbageInputs) {
+  EXPECT_EQ(VideoDecoder::Open(Input::File("/nonexistent.mp4")).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(VideoDecoder::Open(Input::Memory(std::string(1000, '\1'))).status().code(),
+            StatusCode::kDataLoss);
+}
+
+TEST(DecoderErrorsTest, TruncatedVideoIsDataLossNotACrash) {
+  // torchcodec_testsrc2.mp4 has its index (moov) before the frames, so a cut copy still
+  // promises all 60 frames: the scan finds fewer, the first frames decode, nothing crashes.
+  std::string bytes = ReadFileOrEmpty(SharedVideo("torchcodec_testsrc2.mp4"));
+  ASSERT_FALSE(bytes.empty());
+  for (size_t keep : {bytes.size() / 3, bytes.size() / 2, bytes.size() - 1000}) {
+    auto decoder = VideoDecoder::Open(Input::Memory(bytes.substr(0, keep), "cut.mp4"));
+    if (!decoder.ok()) {
+      EXPECT_EQ(decoder.status().code(), StatusCode::kDataLoss) << decoder.status().ToString();
+      continue;
+    }
+    int64_t n = (*decoder)->info().frame_count;
+    ASSERT_GT(n, 0);
+    auto first = (*decoder)->DecodeFrame(0);
+    EXPECT_TRUE(first.ok()) << first.status().ToString();
+    Status s = (*decoder)->ForEachFrame([](Frame&&) { return Status::Ok(); });
+    EXPECT_TRUE(s.ok() || s.code() == StatusCode::kDataLoss) << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace reel::media
