@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine, builds `reel`, and runs the main job on embedded defaults:
-# local storage under ./reel-data, this machine only. Arguments go to `reel smoke`.
+# Sets up a fresh Debian 12 machine, builds `reel`, and runs the main job on embedded defaults
+# (local storage under ./reel-data, this machine only):
+#   1. reel smoke    the storage layer: write, list, read back through the cache, verify
+#   2. reel datagen  a synthetic 8-class action dataset as H.264 MP4s in UCF101 layout
+#   3. reel ingest   those videos into a sharded dataset (tar shards, index, manifest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build reel
-exec ./build/apps/reel/reel smoke "$@"
+REEL=./build/apps/reel/reel
+DATA=${REEL_DATA:-./reel-data}
+$REEL smoke --store "$DATA/smoke" --cache-dir "$DATA/cache"
+[ -f "$DATA/raw/testlist01.txt" ] || $REEL datagen --out "$DATA/raw" --per-class 20
+$REEL ingest "$DATA/raw" "$DATA/datasets/synthetic" --clip-frames 16 --short-side 112
+echo "dataset: $DATA/datasets/synthetic/manifest.json"

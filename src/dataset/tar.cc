@@ -87,7 +87,7 @@ std::string BuildHeader(std::string_view prefix, std::string_view name, uint64_t
                         uint32_t mode, int64_t mtime) {
   std::string block(kTarBlockSize, '\0');
   char* h = block.data();
-  std::memcpy(h + kOffName, name.data(), std::min(name.size(), kNameLen));
+  name.substr(0, kNameLen).copy(h + kOffName, kNameLen);
   PutOctal(h + kOffMode, 8, mode & 07777);
   PutOctal(h + kOffUid, 8, 0);
   PutOctal(h + kOffGid, 8, 0);
@@ -98,7 +98,7 @@ std::string BuildHeader(std::string_view prefix, std::string_view name, uint64_t
   std::memcpy(h + kOffVersion, "00", 2);
   PutOctal(h + kOffDevMajor, 8, 0);
   PutOctal(h + kOffDevMinor, 8, 0);
-  std::memcpy(h + kOffPrefix, prefix.data(), std::min(prefix.size(), kPrefixLen));
+  prefix.substr(0, kPrefixLen).copy(h + kOffPrefix, kPrefixLen);
   // The checksum is computed with the checksum field as eight spaces.
   std::memset(h + kOffChksum, ' ', 8);
   uint32_t sum = 0;
@@ -364,7 +364,7 @@ class MemorySource : public internal::TarSource {
   explicit MemorySource(std::string_view data) : data_(data) {}
   Result<size_t> Read(char* out, size_t n) override {
     size_t take = std::min(n, data_.size() - position_);
-    std::memcpy(out, data_.data() + position_, take);
+    if (take > 0) std::memcpy(out, data_.data() + position_, take);
     position_ += take;
     return take;
   }

@@ -54,8 +54,9 @@ struct VideoInfo {
   double start_time_s = 0;   // presentation time of the first frame (not always 0)
   double duration_s = 0;     // from the first frame's start to the last frame's end
 
-  int64_t frame_count = 0;   // frames a full decode yields (packet scan; else the container's
-                             // count; -1 when neither is known)
+  int64_t frame_count = 0;   // frames in the stream: one per shown packet (packet scan), what a
+                             // full decode of an intact file yields; without a scan the
+                             // container's count, or -1 when it gives none
   int64_t container_frame_count = -1;  // what the container header says; -1 when it says nothing
   bool scanned = false;      // the packet scan ran: frame_count, keyframes and the table are exact
 
