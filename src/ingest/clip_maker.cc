@@ -55,6 +55,10 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
   const auto [rate_num, rate_den] = OutputRate(clip, info);
   const double clip_fps = static_cast<double>(rate_num) / rate_den;
 
+  // H.264 4:2:0 stores even sizes: the encoder pads an odd side by repeating its last pixels.
+  const bool video_mode = encode.mode == dataset::DatasetMode::kVideo;
+  const int stored_width = video_mode ? (decoder->output_width() + 1) & ~1 : decoder->output_width();
+  const int stored_height = video_mode ? (decoder->output_height() + 1) & ~1 : decoder->output_height();
   std::vector<dataset::Record> records;
   records.reserve(plan.size());
   for (const PlannedClip& planned : plan) {
@@ -91,8 +95,8 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
         {"end_s", planned.end_s},
         {"fps", clip_fps},
         {"frames", static_cast<int>(frames.size())},
-        {"width", decoder->output_width()},
-        {"height", decoder->output_height()},
+        {"width", stored_width},
+        {"height", stored_height},
         {"padded", planned.padded},
         {"split", job.video->split},
     };

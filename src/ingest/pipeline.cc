@@ -288,7 +288,6 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   std::map<std::string, std::unique_ptr<dataset::ShardWriter>> writers;
   std::map<std::string, std::vector<dataset::ShardStats>> finished;  // earlier runs' shards
   std::map<std::string, Position> pending;  // the record being added, per split
-  std::mutex state_mu;
   Status checkpoint_error;
   auto checkpoint = [&]() {
     Status status = out->Put(kStateKey, StateToJson(state));
