@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
 #include "base/status.h"
 #include "media/frame.h"
 
@@ -25,6 +28,20 @@ inline std::string SharedVideosDir() {
   return std::string(root ? root : ".") + "/../shared/data/videos";
 }
 inline std::string SharedVideo(const std::string& name) { return SharedVideosDir() + "/" + name; }
+
+// Stops the whole test binary with one clear message when the shared videos are not where the
+// tests expect them, instead of a cascade of failures on missing files.
+class SharedVideosPresent : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    struct stat st;
+    ASSERT_TRUE(::stat(SharedVideosDir().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        << "the shared test videos are not at " << SharedVideosDir()
+        << " (the tests expect the project's shared/ folder beside the checkout)";
+  }
+};
+inline ::testing::Environment* const kSharedVideosPresent =
+    ::testing::AddGlobalTestEnvironment(new SharedVideosPresent);
 
 inline std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
