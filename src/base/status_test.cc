@@ -120,3 +120,17 @@ TEST(ResultTest, MacrosPropagateErrors) {
 
 }  // namespace
 }  // namespace reel
+
+#include "base/strings.h"
+
+namespace reel {
+namespace {
+
+TEST(PrintableForMessageTest, EscapesControlBytesAndCuts) {
+  EXPECT_EQ(PrintableForMessage("ok"), "ok");
+  EXPECT_EQ(PrintableForMessage(std::string("a\0b\n", 4)), "a\\x00b\\x0a");
+  EXPECT_EQ(PrintableForMessage("abcdef", 3), "abc...");
+}
+
+}  // namespace
+}  // namespace reel

@@ -1,3 +1,4 @@
+#include "base/strings.h"
 #include "dataset/layout.h"
 
 #include <cinttypes>
@@ -18,22 +19,7 @@ bool IsSplitChar(char c) {
          c == '-';
 }
 
-// Printable form of a possibly binary name for error messages.
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 200)) {
-    auto b = static_cast<unsigned char>(c);
-    if (b >= 0x20 && b < 0x7f) {
-      out += c;
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
-      out += buf;
-    }
-  }
-  if (s.size() > 200) out += "...";
-  return out;
-}
+std::string Printable(std::string_view s) { return PrintableForMessage(s, 200); }
 
 }  // namespace
 

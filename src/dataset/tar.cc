@@ -1,3 +1,4 @@
+#include "base/strings.h"
 #include "dataset/tar.h"
 
 #include <algorithm>
@@ -111,21 +112,7 @@ std::string BuildHeader(std::string_view prefix, std::string_view name, uint64_t
   return block;
 }
 
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 300)) {
-    auto b = static_cast<unsigned char>(c);
-    if (b >= 0x20 && b < 0x7f) {
-      out += c;
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
-      out += buf;
-    }
-  }
-  if (s.size() > 300) out += "...";
-  return out;
-}
+std::string Printable(std::string_view s) { return PrintableForMessage(s, 300); }
 
 // A NUL-terminated (or full-width) string field.
 std::string_view Field(const char* block, size_t offset, size_t width) {

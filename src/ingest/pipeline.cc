@@ -329,7 +329,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   std::set<std::string> used_bases;
   std::vector<std::string> key_bases;
   for (const auto& video : listing.videos) key_bases.push_back(KeyBase(video, listing_root, &used_bases));
-  std::vector<size_t> todo;
+  std::vector<size_t> remaining;
   std::set<int64_t> failed_before;
   for (const auto& [index, f] : state.failed) {
     const SourceVideo& v = listing.videos[static_cast<size_t>(index)];
@@ -346,7 +346,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
       ++report.videos_resumed;
       continue;
     }
-    todo.push_back(i);
+    remaining.push_back(i);
   }
 
   int workers = options.workers > 0 ? options.workers
@@ -356,12 +356,12 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   auto work = [&] {
     while (true) {
       size_t slot = next_slot++;
-      if (slot >= todo.size() || !results.WaitForTurn(slot)) return;
-      const SourceVideo& video = listing.videos[todo[slot]];
+      if (slot >= remaining.size() || !results.WaitForTurn(slot)) return;
+      const SourceVideo& video = listing.videos[remaining[slot]];
       ClipJob job;
       job.video = &video;
       job.class_name = listing.class_names[static_cast<size_t>(video.label)];
-      job.key_base = key_bases[todo[slot]];
+      job.key_base = key_bases[remaining[slot]];
       job.source_uri = JoinUri(source.store->uri(), video.key);
       Result<std::vector<dataset::Record>> clips = [&]() -> Result<std::vector<dataset::Record>> {
         if (local_source != nullptr) {
@@ -378,11 +378,11 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   std::vector<std::thread> threads;
   for (int i = 0; i < workers; ++i) threads.emplace_back(work);
 
-  Progress progress("ingest", todo.size(), Progress::Unit::kItems, options.progress);
+  Progress progress("ingest", remaining.size(), Progress::Unit::kItems, options.progress);
   progress.SetSecondaryName("clips");
   Status fatal;
-  for (size_t slot = 0; slot < todo.size() && fatal.ok(); ++slot) {
-    const size_t index = todo[slot];
+  for (size_t slot = 0; slot < remaining.size() && fatal.ok(); ++slot) {
+    const size_t index = remaining[slot];
     const SourceVideo& video = listing.videos[index];
     Result<std::vector<dataset::Record>> clips = results.Take(slot);
     progress.Add(1);

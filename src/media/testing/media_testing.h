@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "base/status.h"
+#include "base/testing/shell.h"
 #include "media/frame.h"
 
 namespace reel::media::testing {
@@ -50,32 +51,15 @@ inline std::string ReadFileOrEmpty(const std::string& path) {
   return ss.str();
 }
 
-// Single-quoted for /bin/sh.
-inline std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+using reel::testing::ShellQuote;
 
 // Runs `command` with /bin/sh and returns its stdout; an error when it exits non-zero.
 inline Result<std::string> RunCommand(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return InternalError("popen failed: " + command);
-  std::string out;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  int status = ::pclose(pipe);
-  if (status != 0) {
-    return InternalError("command failed (status " + std::to_string(status) + "): " + command);
+  reel::testing::CommandResult result = reel::testing::RunCommand(command);
+  if (result.exit_code != 0) {
+    return InternalError("command failed (exit " + std::to_string(result.exit_code) + "): " + command);
   }
-  return out;
+  return result.output;
 }
 
 // Whether the ffmpeg and ffprobe command lines can run (checked once).
