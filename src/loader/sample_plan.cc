@@ -7,27 +7,10 @@
 #include <random>
 
 #include "dataset/shard_reader.h"
+#include "loader/rng.h"
 
 namespace reel::loader {
 namespace {
-
-// A generator keyed by (seed, epoch, stream): SplitMix64 over the key mixes every bit, so nearby
-// seeds and epochs give unrelated sequences.
-std::mt19937_64 KeyedRng(uint64_t seed, int64_t epoch, uint64_t stream) {
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
-  uint64_t key = mix(mix(mix(seed) ^ static_cast<uint64_t>(epoch)) ^ stream);
-  std::seed_seq seq{static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
-  return std::mt19937_64(seq);
-}
-
-constexpr uint64_t kShardOrderStream = 1;
-constexpr uint64_t kBalancedDrawStream = 2;
-constexpr uint64_t kBufferStreamBase = 1000;
 
 // Uniform integer in [0, n) without modulo bias, identical on every platform (unlike
 // std::uniform_int_distribution, whose algorithm the standard leaves open).

@@ -1,0 +1,54 @@
+// From a stored clip (uint8 frames) to the training input: temporal sampling (random, uniform or
+// centre clips, several per video for evaluation) and spatial transforms (random resized crop
+// and horizontal flip for training; resize and centre crop for evaluation; normalisation).
+// Random choices come from a generator the caller seeds per sample, so a sample's result does
+// not depend on which thread made it.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "base/status.h"
+
+namespace reel::loader {
+
+// Frames as stored: T x H x W x C, uint8, C = 3 (RGB).
+struct FrameStack {
+  int t = 0, h = 0, w = 0, c = 3;
+  std::vector<uint8_t> pixels;
+};
+
+enum class ClipSampling { kRandom, kUniform, kCenter };
+
+struct ClipOptions {
+  int frames = 8;        // frames per clip
+  int stride = 1;        // stored frames between consecutive clip frames
+  ClipSampling sampling = ClipSampling::kRandom;
+  int clips_per_video = 1;  // > 1 for multi-clip evaluation (uniform spacing)
+};
+
+struct TransformOptions {
+  bool train = true;     // random resized crop + flip; otherwise resize short side + centre crop
+  int size = 112;        // output height and width
+  double min_scale = 0.25, max_scale = 1.0;        // crop area as a fraction of the frame
+  double min_ratio = 3.0 / 4, max_ratio = 4.0 / 3;  // crop aspect ratio
+  bool flip = true;      // horizontal flip with probability 1/2 (train only)
+  bool normalize = true; // float output (x / 255 - mean) / std; otherwise uint8 output
+  std::array<float, 3> mean = {0.43216f, 0.394666f, 0.37645f};   // Kinetics, as torchvision
+  std::array<float, 3> std = {0.22803f, 0.22145f, 0.216989f};
+};
+
+// Starting frame of each clip (clips_per_video of them); clips longer than the stack repeat
+// its last frame. InvalidArgument for non-positive options.
+Result<std::vector<int>> ClipStarts(int stored_frames, const ClipOptions& clip, std::mt19937_64& rng);
+
+// One clip, transformed, as C x T x H x W (the layout video models take), either float
+// (normalised) or uint8 in `out_f32` / `out_u8` (the other stays empty).
+Status MakeClip(const FrameStack& stack, int start, const ClipOptions& clip,
+                const TransformOptions& transform, std::mt19937_64& rng,
+                std::vector<float>* out_f32, std::vector<uint8_t>* out_u8);
+
+}  // namespace reel::loader

@@ -1,0 +1,118 @@
+#include "loader/clip_transform.h"
+
+#include <gtest/gtest.h>
+
+namespace reel::loader {
+namespace {
+
+// T frames of W x H whose pixel (x, y) of frame t is (x, y, t).
+FrameStack Ramp(int t, int h, int w) {
+  FrameStack s;
+  s.t = t;
+  s.h = h;
+  s.w = w;
+  for (int f = 0; f < t; ++f)
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        s.pixels.push_back(static_cast<uint8_t>(x));
+        s.pixels.push_back(static_cast<uint8_t>(y));
+        s.pixels.push_back(static_cast<uint8_t>(f));
+      }
+  return s;
+}
+
+TEST(ClipStartsTest, ModesAndMultiClip) {
+  std::mt19937_64 rng(1);
+  ClipOptions c;
+  c.frames = 4;
+  c.stride = 2;  // span 7
+  c.sampling = ClipSampling::kCenter;
+  EXPECT_EQ(ClipStarts(17, c, rng).value(), std::vector<int>{5});
+  c.sampling = ClipSampling::kRandom;
+  for (int i = 0; i < 50; ++i) {
+    int s = ClipStarts(17, c, rng).value()[0];
+    EXPECT_GE(s, 0);
+    EXPECT_LE(s, 10);
+  }
+  c.clips_per_video = 3;
+  EXPECT_EQ(ClipStarts(17, c, rng).value(), (std::vector<int>{0, 5, 10}));
+  c.clips_per_video = 1;
+  c.sampling = ClipSampling::kCenter;
+  EXPECT_EQ(ClipStarts(3, c, rng).value(), std::vector<int>{0});  // shorter than a clip
+  c.frames = 0;
+  EXPECT_EQ(ClipStarts(17, c, rng).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MakeClipTest, EvalAtNativeSizeIsTheFramesInChannelFirstLayout) {
+  FrameStack s = Ramp(6, 8, 8);
+  ClipOptions c;
+  c.frames = 3;
+  c.stride = 2;
+  TransformOptions t;
+  t.train = false;
+  t.size = 8;
+  t.normalize = false;
+  std::mt19937_64 rng(1);
+  std::vector<float> f;
+  std::vector<uint8_t> u;
+  ASSERT_TRUE(MakeClip(s, 1, c, t, rng, &f, &u).ok());
+  ASSERT_EQ(u.size(), 3u * 3 * 8 * 8);
+  auto at = [&](int ch, int frame, int y, int x) { return u[((ch * 3 + frame) * 8 + y) * 8 + x]; };
+  EXPECT_EQ(at(0, 0, 2, 5), 5);  // R = x
+  EXPECT_EQ(at(1, 2, 6, 1), 6);  // G = y
+  EXPECT_EQ(at(2, 0, 0, 0), 1);  // B = source frame: start 1
+  EXPECT_EQ(at(2, 2, 0, 0), 5);  // start + 2 * stride
+  EXPECT_TRUE(f.empty());
+}
+
+TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
+  FrameStack s = Ramp(1, 4, 4);
+  ClipOptions c;
+  c.frames = 1;
+  TransformOptions t;
+  t.size = 4;
+  t.min_scale = t.max_scale = 1.0;
+  t.min_ratio = t.max_ratio = 1.0;  // the whole frame
+  t.normalize = false;
+  std::vector<float> f;
+  std::vector<uint8_t> u;
+  bool saw_flip = false, saw_plain = false;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    std::mt19937_64 rng(seed);
+    ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
+    if (u[0] == 3) saw_flip = true;   // R at x = 0 is the last column
+    if (u[0] == 0) saw_plain = true;
+  }
+  EXPECT_TRUE(saw_flip && saw_plain);
+
+  t.train = false;
+  t.normalize = true;
+  t.mean = {0.5f, 0.5f, 0.5f};
+  t.std = {0.25f, 0.25f, 0.25f};
+  std::mt19937_64 rng(0);
+  ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
+  EXPECT_NEAR(f[1], (1 / 255.f - 0.5f) / 0.25f, 1e-6);  // R at x = 1
+  EXPECT_TRUE(u.empty());
+}
+
+TEST(MakeClipTest, RandomResizedCropStaysInsideAndIsRepeatable) {
+  FrameStack s = Ramp(2, 40, 60);
+  ClipOptions c;
+  c.frames = 2;
+  TransformOptions t;
+  t.size = 16;
+  t.normalize = false;
+  std::vector<float> f;
+  std::vector<uint8_t> a, b;
+  std::mt19937_64 r1(9), r2(9);
+  ASSERT_TRUE(MakeClip(s, 0, c, t, r1, &f, &a).ok());
+  ASSERT_TRUE(MakeClip(s, 0, c, t, r2, &f, &b).ok());
+  EXPECT_EQ(a, b);
+  for (size_t i = 0; i < 16 * 16; ++i) EXPECT_LE(a[i], 59);  // R = x stays inside the frame
+  FrameStack bad = s;
+  bad.pixels.pop_back();
+  EXPECT_EQ(MakeClip(bad, 0, c, t, r1, &f, &a).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reel::loader

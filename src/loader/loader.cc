@@ -1,0 +1,257 @@
+#include "loader/loader.h"
+
+#include <chrono>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "base/logging.h"
+#include "base/thread_pool.h"
+#include "dataset/frames_codec.h"
+#include "dataset/manifest.h"
+#include "dataset/shard_reader.h"
+#include "loader/rng.h"
+#include "media/decoder.h"
+#include "media/input.h"
+
+namespace reel::loader {
+namespace {
+
+struct Sample {
+  Status status;
+  std::vector<float> f32;  // clips_per_video clips, each C x T x H x W
+  std::vector<uint8_t> u8;
+  int label = -1;
+  std::string key;
+};
+
+// A record's payload as uint8 RGB frames.
+Result<FrameStack> Frames(const dataset::Record& record) {
+  FrameStack stack;
+  if (record.payload_ext == "frames.zst") {
+    REEL_ASSIGN_OR_RETURN(dataset::DecodedFrames decoded, dataset::DecodeFrames(record.payload));
+    if (decoded.header.channels != 3) {
+      return DataLossError("record '" + record.key + "' holds " +
+                           std::to_string(decoded.header.channels) + "-channel frames, not RGB");
+    }
+    stack.t = static_cast<int>(decoded.header.frames);
+    stack.h = static_cast<int>(decoded.header.height);
+    stack.w = static_cast<int>(decoded.header.width);
+    stack.pixels.assign(decoded.pixels.begin(), decoded.pixels.end());
+    return stack;
+  }
+  media::DecodeOptions options;
+  options.format = media::PixelFormat::kRgb24;
+  options.threads = 1;  // the loader parallelises over samples
+  REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(media::Input::View(record.payload, record.key), options));
+  stack.w = decoder->output_width();
+  stack.h = decoder->output_height();
+  REEL_RETURN_IF_ERROR(decoder->ForEachFrame([&](media::Frame&& frame) {
+    stack.pixels.insert(stack.pixels.end(), frame.data.begin(), frame.data.end());
+    ++stack.t;
+    return Status::Ok();
+  }));
+  if (stack.t == 0) return DataLossError("record '" + record.key + "' holds no frames");
+  return stack;
+}
+
+}  // namespace
+
+struct Loader::Impl {
+  Impl(storage::ObjectStore& s, LoaderOptions opts) : store(s), o(std::move(opts)), pool(static_cast<size_t>(o.threads)) {}
+
+  Result<const dataset::ShardReader*> Reader(uint32_t shard) {
+    std::lock_guard lock(readers_mu);
+    auto& reader = readers[shard];
+    if (!reader) {
+      REEL_ASSIGN_OR_RETURN(reader, dataset::ShardReader::Open(store, o.root, o.split, shard));
+    }
+    return static_cast<const dataset::ShardReader*>(reader.get());
+  }
+
+  // Runs on a worker: read, decode, sample and transform plan entry `position`.
+  Sample Make(uint64_t position) {
+    Sample sample;
+    const SampleRef& ref = plan[position];
+    sample.label = ref.label;
+    auto reader = Reader(ref.shard);
+    if (!reader.ok()) {
+      sample.status = reader.status();
+      return sample;
+    }
+    auto record = (*reader)->ReadRecord(ref.record);
+    if (!record.ok()) {
+      sample.status = record.status();
+      return sample;
+    }
+    sample.key = record->key;
+    auto stack = Frames(*record);
+    if (!stack.ok()) {
+      sample.status = stack.status().WithContext(o.split + "/" + dataset::ShardName(ref.shard) + " " + record->key);
+      return sample;
+    }
+    auto rng = KeyedRng(o.plan.seed, epoch, kSampleStreamBase + (static_cast<uint64_t>(o.plan.rank) << 40) + position);
+    auto starts = ClipStarts(stack->t, o.clip, rng);
+    if (!starts.ok()) {
+      sample.status = starts.status();
+      return sample;
+    }
+    std::vector<float> f32;
+    std::vector<uint8_t> u8;
+    for (int start : *starts) {
+      sample.status = MakeClip(*stack, start, o.clip, o.transform, rng, &f32, &u8);
+      if (!sample.status.ok()) return sample;
+      sample.f32.insert(sample.f32.end(), f32.begin(), f32.end());
+      sample.u8.insert(sample.u8.end(), u8.begin(), u8.end());
+    }
+    return sample;
+  }
+
+  void Refill() {
+    const size_t window = static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size);
+    while (inflight.size() < window && next_submit < plan.size()) {
+      uint64_t position = next_submit++;
+      inflight.push_back(pool.Submit([this, position] { return Make(position); }));
+    }
+  }
+
+  void Drain() {
+    for (auto& f : inflight) f.wait();
+    inflight.clear();
+  }
+
+  storage::ObjectStore& store;
+  LoaderOptions o;
+  std::vector<std::string> classes;
+  SplitCatalog catalog;
+  std::mutex readers_mu;
+  std::map<uint32_t, std::unique_ptr<dataset::ShardReader>> readers;
+  std::vector<SampleRef> plan;
+  int64_t epoch = 0;
+  uint64_t next_submit = 0;  // next plan position to hand to a worker
+  uint64_t next_take = 0;    // next plan position to put in a batch
+  std::deque<std::future<Sample>> inflight;
+  LoaderStats stats;
+  ThreadPool pool;  // last: destroyed first, so no worker outlives the state above
+};
+
+Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Loader::~Loader() {
+  if (impl_) impl_->Drain();
+}
+
+Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, LoaderOptions options) {
+  if (options.batch_size < 1) return InvalidArgumentError("batch_size must be at least 1");
+  if (options.threads < 1) return InvalidArgumentError("threads must be at least 1");
+  if (options.prefetch_batches < 1) return InvalidArgumentError("prefetch_batches must be at least 1");
+  options.plan.batch_size = options.batch_size;
+  REEL_ASSIGN_OR_RETURN(dataset::Manifest manifest, dataset::Manifest::Read(store, options.root));
+  if (!manifest.splits.count(options.split)) {
+    return NotFoundError("dataset " + manifest.name + " has no split '" + options.split + "'");
+  }
+  auto impl = std::make_unique<Impl>(store, std::move(options));
+  impl->classes = manifest.classes;
+  REEL_ASSIGN_OR_RETURN(impl->catalog, SplitCatalog::FromIndexes(store, impl->o.root, impl->o.split));
+  REEL_RETURN_IF_ERROR(ValidatePlanOptions(impl->catalog, impl->o.plan));
+  auto loader = std::unique_ptr<Loader>(new Loader(std::move(impl)));
+  REEL_RETURN_IF_ERROR(loader->Start(LoaderState{loader->impl_->o.plan.seed, 0, 0}));
+  return loader;
+}
+
+Status Loader::Start(const LoaderState& state) {
+  Impl& m = *impl_;
+  if (state.seed != m.o.plan.seed) {
+    return InvalidArgumentError("loader state has seed " + std::to_string(state.seed) +
+                                " but the loader was opened with seed " + std::to_string(m.o.plan.seed));
+  }
+  if (state.position % static_cast<uint64_t>(m.o.batch_size) != 0) {
+    return InvalidArgumentError("loader state position " + std::to_string(state.position) +
+                                " is not at a batch boundary");
+  }
+  m.Drain();
+  PlanOptions plan = m.o.plan;
+  plan.epoch = state.epoch;
+  REEL_ASSIGN_OR_RETURN(m.plan, PlanEpoch(m.catalog, plan));
+  if (state.position > m.plan.size()) {
+    return InvalidArgumentError("loader state position " + std::to_string(state.position) +
+                                " is past the epoch's " + std::to_string(m.plan.size()) + " samples");
+  }
+  m.epoch = state.epoch;
+  m.next_submit = m.next_take = state.position;
+  m.Refill();
+  return Status::Ok();
+}
+
+Result<std::optional<Batch>> Loader::Next() {
+  Impl& m = *impl_;
+  if (m.next_take >= m.plan.size()) return std::optional<Batch>();
+  const int b = m.o.batch_size;
+  std::vector<Sample> samples;
+  samples.reserve(static_cast<size_t>(b));
+  double waited = 0;
+  for (int i = 0; i < b; ++i) {
+    m.Refill();
+    auto& future = m.inflight.front();
+    if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      auto started = std::chrono::steady_clock::now();
+      future.wait();
+      waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
+    samples.push_back(future.get());
+    m.inflight.pop_front();
+    ++m.next_take;
+  }
+  m.Refill();
+
+  // Unreadable samples are reported and replaced by a readable one of the same batch.
+  const Sample* good = nullptr;
+  for (const Sample& s : samples) {
+    if (s.status.ok()) {
+      good = &s;
+      break;
+    }
+  }
+  if (good == nullptr) {
+    return DataLossError("every sample of batch " + std::to_string(m.next_take / b - 1) +
+                         " is unreadable; first: " + samples[0].status.ToString());
+  }
+  Batch batch;
+  batch.index = m.next_take / static_cast<uint64_t>(b) - 1;
+  const int clips = m.o.clip.clips_per_video;
+  const int n = m.o.transform.size;
+  batch.shape = {static_cast<int64_t>(b) * clips, 3, m.o.clip.frames, n, n};
+  for (Sample& s : samples) {
+    const Sample* use = &s;
+    if (!s.status.ok()) {
+      ++m.stats.corrupt_records;
+      Logger("loader")->warn("skipping a record: {}", s.status.ToString());
+      use = good;
+    }
+    batch.f32.insert(batch.f32.end(), use->f32.begin(), use->f32.end());
+    batch.u8.insert(batch.u8.end(), use->u8.begin(), use->u8.end());
+    for (int c = 0; c < clips; ++c) {
+      batch.labels.push_back(use->label);
+      batch.keys.push_back(use->key);
+    }
+  }
+  batch.input_wait_s = waited;
+  ++m.stats.batches;
+  m.stats.samples += static_cast<uint64_t>(b);
+  m.stats.input_wait_s += waited;
+  return std::optional<Batch>(std::move(batch));
+}
+
+LoaderState Loader::state() const {
+  return LoaderState{impl_->o.plan.seed, impl_->epoch, impl_->next_take};
+}
+
+uint64_t Loader::batches_per_epoch() const {
+  return impl_->plan.size() / static_cast<uint64_t>(impl_->o.batch_size);
+}
+
+const std::vector<std::string>& Loader::class_names() const { return impl_->classes; }
+
+LoaderStats Loader::stats() const { return impl_->stats; }
+
+}  // namespace reel::loader

@@ -1,0 +1,92 @@
+// The training data loader: batches of clips from a Reel dataset on any ObjectStore, for one
+// rank of a (possibly distributed) job.
+//
+// Each epoch follows sample_plan.h's plan for (seed, epoch, rank): every sample exactly once
+// across ranks (or class-balanced), the same whole number of batches on every rank. Records are
+// read with one ranged GET each through the store (put a CachingStore in front of S3 so a shard
+// is fetched once), decoded (H.264 clips through media, or zstd frames), sampled in time and
+// transformed (clip_transform.h) on a pool of `threads` workers, at most `prefetch_batches`
+// batches ahead of the trainer: memory is bounded by the configuration, not the dataset.
+// Results are assembled in plan order, so batches do not depend on the thread count.
+//
+// A record that fails to read or decode (checksum mismatch, corrupt payload) is logged with its
+// shard and key, counted in stats(), and replaced in its batch by another sample of that batch,
+// so batch shapes and counts stay equal across ranks.
+//
+// Resuming: state() after a batch is (seed, epoch, samples delivered); Start(state) continues so
+// that the remaining batches of the epoch are exactly those an uninterrupted run would give.
+//
+// Errors: Open: InvalidArgument (options), NotFound (no dataset or split), the store's.
+// Next: Unavailable and other store errors that persist past the store's retries; DataLoss when
+// every sample of a batch is unreadable.
+// Thread-safety: one Loader belongs to one thread (the training loop); it owns its workers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "loader/clip_transform.h"
+#include "loader/sample_plan.h"
+#include "storage/object_store.h"
+
+namespace reel::loader {
+
+struct LoaderOptions {
+  std::string root;               // dataset root within the store ("" = the store's root)
+  std::string split = "train";
+  int batch_size = 8;
+  PlanOptions plan;               // world_size, rank, seed, shuffle, buffer, remainder, balance
+                                  // (its batch_size and epoch are set by the loader)
+  ClipOptions clip;
+  TransformOptions transform;
+  int threads = 2;                // decode and transform workers
+  int prefetch_batches = 2;       // batches prepared ahead of the trainer
+};
+
+struct Batch {
+  // B x C x T x H x W, C = 3; `f32` when the transform normalises, else `u8`.
+  std::array<int64_t, 5> shape = {0, 0, 0, 0, 0};
+  std::vector<float> f32;
+  std::vector<uint8_t> u8;
+  std::vector<int> labels;          // per clip (B)
+  std::vector<std::string> keys;    // per clip
+  uint64_t index = 0;               // batch number within the epoch
+  double input_wait_s = 0;          // time Next() waited for workers (0: the trainer was slower)
+};
+
+struct LoaderStats {
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  uint64_t corrupt_records = 0;  // skipped and replaced
+  double input_wait_s = 0;       // total of Batch::input_wait_s
+};
+
+class Loader {
+ public:
+  static Result<std::unique_ptr<Loader>> Open(storage::ObjectStore& store, LoaderOptions options);
+  ~Loader();
+
+  // Starts (or restarts) at `state`: its epoch, from sample `position` (a multiple of the batch
+  // size). InvalidArgument for a seed that differs from the options' or a bad position.
+  Status Start(const LoaderState& state);
+  // The next batch of the epoch, or nullopt after the last one.
+  Result<std::optional<Batch>> Next();
+
+  LoaderState state() const;
+  uint64_t batches_per_epoch() const;
+  const std::vector<std::string>& class_names() const;
+  LoaderStats stats() const;
+
+  struct Impl;
+
+ private:
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reel::loader

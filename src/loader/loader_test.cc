@@ -1,0 +1,206 @@
+// The loader over a real dataset: datagen videos ingested into a memory store.
+#include "loader/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "datagen/datagen.h"
+#include "dataset/layout.h"
+#include "ingest/pipeline.h"
+#include "storage/memory_store.h"
+#include "storage/open.h"
+
+namespace reel::loader {
+namespace {
+
+// A dataset in each mode, made once: 8 classes x 4 videos, 8-frame clips, short side 32.
+storage::MemoryStore& Dataset(dataset::DatasetMode mode) {
+  static std::map<dataset::DatasetMode, std::unique_ptr<storage::MemoryStore>> made;
+  auto& store = made[mode];
+  if (!store) {
+    static bool generated = [] {
+      auto raw = storage::OpenStore("mem://loader-raw");
+      datagen::DatagenOptions o;
+      o.videos_per_class = 4;
+      o.width = 48;
+      o.height = 40;
+      o.show_progress = false;
+      return datagen::GenerateDataset(**raw, "ucf", o, 2).ok();
+    }();
+    EXPECT_TRUE(generated);
+    store = std::make_unique<storage::MemoryStore>(std::string(dataset::DatasetModeName(mode)));
+    ingest::IngestOptions io;
+    io.source = "mem://loader-raw/ucf";
+    io.output_store = store.get();
+    io.encode.mode = mode;
+    io.clip.clip_frames = 8;
+    io.clip.short_side = 32;
+    io.shard_bytes = 64 << 10;
+    io.progress = false;
+    auto report = ingest::RunIngest(io);
+    EXPECT_TRUE(report.ok()) << report.status().ToString();
+  }
+  return *store;
+}
+
+LoaderOptions Options() {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.clip.frames = 4;
+  o.clip.stride = 2;
+  o.transform.size = 24;
+  o.plan.seed = 11;
+  o.plan.shuffle_buffer = 16;
+  o.threads = 2;
+  return o;
+}
+
+std::vector<Batch> Epoch(Loader& loader) {
+  std::vector<Batch> batches;
+  while (true) {
+    auto batch = loader.Next();
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok() || !batch->has_value()) break;
+    batches.push_back(std::move(**batch));
+  }
+  return batches;
+}
+
+TEST(LoaderTest, BatchesHaveTheModelsLayoutAndEveryTrainClipOncePerEpochAcrossRanks) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  std::multiset<std::string> keys;
+  size_t batches_per_rank = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    LoaderOptions o = Options();
+    o.plan.world_size = 2;
+    o.plan.rank = rank;
+    o.plan.remainder = Remainder::kDrop;
+    auto loader = Loader::Open(store, o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto batches = Epoch(**loader);
+    if (rank == 0) batches_per_rank = batches.size();
+    EXPECT_EQ(batches.size(), batches_per_rank);  // the same number on every rank
+    EXPECT_EQ(batches.size(), (*loader)->batches_per_epoch());
+    for (const Batch& b : batches) {
+      EXPECT_EQ(b.shape, (std::array<int64_t, 5>{4, 3, 4, 24, 24}));
+      EXPECT_EQ(b.f32.size(), 4u * 3 * 4 * 24 * 24);
+      for (const auto& k : b.keys) keys.insert(k);
+      for (int label : b.labels) EXPECT_TRUE(label >= 0 && label < 8);
+    }
+    EXPECT_EQ((*loader)->class_names().size(), 8u);
+  }
+  std::set<std::string> unique(keys.begin(), keys.end());
+  EXPECT_EQ(unique.size(), keys.size()) << "a clip came twice in one epoch";
+  auto catalog = SplitCatalog::FromIndexes(store, "", "train");
+  ASSERT_TRUE(catalog.ok());
+  uint64_t n = catalog->size();
+  EXPECT_EQ(keys.size(), n - n % 8);  // all but the dropped remainder of 2 ranks x 4
+}
+
+TEST(LoaderTest, BatchesDoNotDependOnTheThreadCount) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  LoaderOptions o = Options();
+  o.threads = 1;
+  auto one = Loader::Open(store, o);
+  o.threads = 3;
+  o.prefetch_batches = 4;
+  auto three = Loader::Open(store, o);
+  ASSERT_TRUE(one.ok() && three.ok());
+  auto a = Epoch(**one), b = Epoch(**three);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].keys, b[i].keys);
+    EXPECT_TRUE(a[i].f32 == b[i].f32) << "batch " << i;
+  }
+}
+
+TEST(LoaderTest, ResumingMidEpochGivesTheRemainingBatchesExactly) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  LoaderOptions o = Options();
+  auto full = Loader::Open(store, o);
+  ASSERT_TRUE(full.ok());
+  ASSERT_TRUE((*full)->Start(LoaderState{o.plan.seed, 2, 0}).ok());
+  auto expected = Epoch(**full);
+  ASSERT_GT(expected.size(), 3u);
+
+  auto first = Loader::Open(store, o);
+  ASSERT_TRUE((*first)->Start(LoaderState{o.plan.seed, 2, 0}).ok());
+  ASSERT_TRUE((*first)->Next().ok());
+  ASSERT_TRUE((*first)->Next().ok());
+  std::string saved = (*first)->state().ToJson();  // what a checkpoint would keep
+
+  auto resumed = Loader::Open(store, o);
+  auto state = LoaderState::FromJson(saved);
+  ASSERT_TRUE(state.ok());
+  ASSERT_TRUE((*resumed)->Start(*state).ok());
+  auto rest = Epoch(**resumed);
+  ASSERT_EQ(rest.size(), expected.size() - 2);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    EXPECT_EQ(rest[i].keys, expected[i + 2].keys);
+    EXPECT_TRUE(rest[i].f32 == expected[i + 2].f32);
+    EXPECT_EQ(rest[i].index, expected[i + 2].index);
+  }
+  EXPECT_EQ((*resumed)->Start(LoaderState{o.plan.seed + 1, 2, 0}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*resumed)->Start(LoaderState{o.plan.seed, 2, 3}).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(LoaderTest, VideoModeClipsDecodeToUint8Batches) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kVideo);
+  LoaderOptions o = Options();
+  o.transform.normalize = false;
+  o.transform.train = false;
+  o.clip.clips_per_video = 2;  // multi-clip evaluation
+  o.split = "test";
+  auto loader = Loader::Open(store, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto batch = (*loader)->Next();
+  ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status().ToString();
+  const Batch& b = **batch;
+  EXPECT_EQ(b.shape, (std::array<int64_t, 5>{8, 3, 4, 24, 24}));
+  EXPECT_EQ(b.u8.size(), 8u * 3 * 4 * 24 * 24);
+  EXPECT_EQ(b.labels[0], b.labels[1]);  // two clips of one video
+  EXPECT_EQ(b.keys[0], b.keys[1]);
+  uint64_t sum = 0;
+  for (uint8_t v : b.u8) sum += v;
+  EXPECT_GT(sum, 0u);
+}
+
+// Flips one byte inside a record's payload: that record fails its checksum, is counted and
+// replaced, and the batch keeps its shape.
+TEST(LoaderTest, ACorruptRecordIsSkippedCountedAndReplaced) {
+  storage::MemoryStore& source = Dataset(dataset::DatasetMode::kFrames);
+  storage::MemoryStore copy("corrupt");
+  auto objects = storage::ListAll(source, "");
+  ASSERT_TRUE(objects.ok());
+  for (const auto& object : *objects) ASSERT_TRUE(copy.Put(object.key, source.Get(object.key).value()).ok());
+  std::string tar = copy.Get("train/shard-000000.tar").value();
+  tar[512 + 100] ^= 0x5a;  // inside the first member's data (after its 512-byte header)
+  ASSERT_TRUE(copy.Put("train/shard-000000.tar", tar).ok());
+
+  LoaderOptions o = Options();
+  o.plan.shuffle = false;  // the corrupt record comes first
+  o.plan.remainder = Remainder::kDrop;  // no padding: each record once
+  auto loader = Loader::Open(copy, o);
+  ASSERT_TRUE(loader.ok());
+  auto batches = Epoch(**loader);
+  ASSERT_FALSE(batches.empty());
+  EXPECT_EQ((*loader)->stats().corrupt_records, 1u);
+  EXPECT_EQ(batches[0].shape[0], 4);
+  EXPECT_EQ(batches[0].keys.size(), 4u);
+}
+
+TEST(LoaderTest, OpenErrors) {
+  storage::MemoryStore empty;
+  EXPECT_EQ(Loader::Open(empty, Options()).status().code(), StatusCode::kNotFound);
+  LoaderOptions o = Options();
+  o.split = "holdout";
+  EXPECT_EQ(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o).status().code(), StatusCode::kNotFound);
+  o = Options();
+  o.batch_size = 0;
+  EXPECT_EQ(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reel::loader
