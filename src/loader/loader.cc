@@ -1,5 +1,6 @@
 #include "loader/loader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <future>
@@ -14,6 +15,7 @@
 #include "loader/rng.h"
 #include "media/decoder.h"
 #include "media/input.h"
+#include "storage/caching_store.h"
 
 namespace reel::loader {
 namespace {
@@ -112,7 +114,32 @@ struct Loader::Impl {
     const size_t window = static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size);
     while (inflight.size() < window && next_submit < plan.size()) {
       uint64_t position = next_submit++;
+      PrefetchShardsAfter(plan[position].shard);
       inflight.push_back(pool.Submit([this, position] { return Make(position); }));
+    }
+  }
+
+  // Shards in the order the plan first reaches them, for prefetching.
+  void IndexShardSequence() {
+    shard_sequence.clear();
+    shard_ordinal.clear();
+    for (const SampleRef& ref : plan) {
+      if (shard_ordinal.emplace(ref.shard, shard_sequence.size()).second) shard_sequence.push_back(ref.shard);
+    }
+    prefetched_upto = 0;
+  }
+
+  // Asks the cache for the shards up to `prefetch_shards` past `shard` in plan order.
+  void PrefetchShardsAfter(uint32_t shard) {
+    if (cache == nullptr) return;
+    size_t until = std::min(shard_sequence.size(),
+                            shard_ordinal[shard] + 1 + static_cast<size_t>(o.prefetch_shards));
+    for (; prefetched_upto < until; ++prefetched_upto) {
+      std::string key = dataset::ShardTarKey(o.root, o.split, shard_sequence[prefetched_upto]);
+      prefetcher->Submit([this, key] {
+        Status status = cache->Prefetch(key);
+        if (!status.ok()) Logger("loader")->debug("prefetch of {} failed: {}", key, status.ToString());
+      });
     }
   }
 
@@ -133,7 +160,13 @@ struct Loader::Impl {
   uint64_t next_take = 0;    // next plan position to put in a batch
   std::deque<std::future<Sample>> inflight;
   LoaderStats stats;
-  ThreadPool pool;  // last: destroyed first, so no worker outlives the state above
+  storage::CachingStore* cache = nullptr;  // the store, when it is a cache (for prefetching)
+  std::vector<uint32_t> shard_sequence;
+  std::map<uint32_t, size_t> shard_ordinal;
+  size_t prefetched_upto = 0;
+  // Last: destroyed first, so no worker outlives the state above.
+  std::unique_ptr<ThreadPool> prefetcher;
+  ThreadPool pool;
 };
 
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -145,6 +178,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
   if (options.batch_size < 1) return InvalidArgumentError("batch_size must be at least 1");
   if (options.threads < 1) return InvalidArgumentError("threads must be at least 1");
   if (options.prefetch_batches < 1) return InvalidArgumentError("prefetch_batches must be at least 1");
+  if (options.prefetch_shards < 0) return InvalidArgumentError("prefetch_shards must not be negative");
   options.plan.batch_size = options.batch_size;
   REEL_ASSIGN_OR_RETURN(dataset::Manifest manifest, dataset::Manifest::Read(store, options.root));
   if (!manifest.splits.count(options.split)) {
@@ -152,6 +186,12 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
   }
   auto impl = std::make_unique<Impl>(store, std::move(options));
   impl->classes = manifest.classes;
+  impl->cache = dynamic_cast<storage::CachingStore*>(&store);
+  if (impl->cache != nullptr && impl->o.prefetch_shards > 0) {
+    impl->prefetcher = std::make_unique<ThreadPool>(1);
+  } else {
+    impl->cache = nullptr;
+  }
   REEL_ASSIGN_OR_RETURN(impl->catalog, SplitCatalog::FromIndexes(store, impl->o.root, impl->o.split));
   REEL_RETURN_IF_ERROR(ValidatePlanOptions(impl->catalog, impl->o.plan));
   auto loader = std::unique_ptr<Loader>(new Loader(std::move(impl)));
@@ -178,6 +218,7 @@ Status Loader::Start(const LoaderState& state) {
                                 " is past the epoch's " + std::to_string(m.plan.size()) + " samples");
   }
   m.epoch = state.epoch;
+  m.IndexShardSequence();
   m.next_submit = m.next_take = state.position;
   m.Refill();
   return Status::Ok();

@@ -4,7 +4,8 @@
 // Each epoch follows sample_plan.h's plan for (seed, epoch, rank): every sample exactly once
 // across ranks (or class-balanced), the same whole number of batches on every rank. Records are
 // read with one ranged GET each through the store (put a CachingStore in front of S3 so a shard
-// is fetched once), decoded (H.264 clips through media, or zstd frames), sampled in time and
+// is fetched once; the loader then also fetches the next `prefetch_shards` shards of its plan in
+// the background while the current ones are consumed), decoded (H.264 clips through media, or zstd frames), sampled in time and
 // transformed (clip_transform.h) on a pool of `threads` workers, at most `prefetch_batches`
 // batches ahead of the trainer: memory is bounded by the configuration, not the dataset.
 // Results are assembled in plan order, so batches do not depend on the thread count.
@@ -46,6 +47,8 @@ struct LoaderOptions {
   TransformOptions transform;
   int threads = 2;                // decode and transform workers
   int prefetch_batches = 2;       // batches prepared ahead of the trainer
+  // With a CachingStore: shards fetched into the cache ahead of the one being read.
+  int prefetch_shards = 2;
 };
 
 struct Batch {

@@ -10,7 +10,12 @@
 #include "dataset/layout.h"
 #include "ingest/pipeline.h"
 #include "storage/memory_store.h"
+#include "storage/caching_store.h"
 #include "storage/open.h"
+#include "dataset/shard_reader.h"
+
+#include <atomic>
+#include <unistd.h>
 
 namespace reel::loader {
 namespace {
@@ -189,6 +194,48 @@ TEST(LoaderTest, ACorruptRecordIsSkippedCountedAndReplaced) {
   EXPECT_EQ((*loader)->stats().corrupt_records, 1u);
   EXPECT_EQ(batches[0].shape[0], 4);
   EXPECT_EQ(batches[0].keys.size(), 4u);
+}
+
+// Counts whole-object reads of shard tars, the requests a cache exists to save.
+class CountingStore : public storage::MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  Result<std::string> Get(std::string_view key, storage::ObjectInfo* info = nullptr) override {
+    if (key.size() > 4 && key.substr(key.size() - 4) == ".tar") ++tar_gets;
+    return MemoryStore::Get(key, info);
+  }
+  std::atomic<int> tar_gets{0};
+};
+
+TEST(LoaderTest, ThroughACacheEachShardIsFetchedOnceAndPrefetched) {
+  storage::MemoryStore& source = Dataset(dataset::DatasetMode::kFrames);
+  auto counting = std::make_unique<CountingStore>("counting");
+  CountingStore* inner = counting.get();
+  auto objects = storage::ListAll(source, "");
+  ASSERT_TRUE(objects.ok());
+  for (const auto& object : *objects) ASSERT_TRUE(inner->Put(object.key, source.Get(object.key).value()).ok());
+  char dir[] = "/tmp/reel-loader-cache-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  storage::CacheOptions co;
+  co.directory = dir;
+  co.max_bytes = 256 << 20;
+  auto cache = storage::CachingStore::Open(std::move(counting), co);
+  ASSERT_TRUE(cache.ok());
+  auto shards = dataset::ListShards(**cache, "", "train");
+  ASSERT_TRUE(shards.ok());
+  ASSERT_GT(shards->size(), 2u);
+
+  LoaderOptions o = Options();
+  o.threads = 3;
+  auto loader = Loader::Open(**cache, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto first = Epoch(**loader);
+  EXPECT_EQ(inner->tar_gets.load(), static_cast<int>(shards->size()));  // once each, no duplicates
+  ASSERT_TRUE((*loader)->Start(LoaderState{o.plan.seed, 1, 0}).ok());
+  auto second = Epoch(**loader);
+  EXPECT_EQ(second.size(), first.size());
+  EXPECT_EQ(inner->tar_gets.load(), static_cast<int>(shards->size()));  // the next epoch: all cached
+  std::system((std::string("rm -rf ") + dir).c_str());
 }
 
 TEST(LoaderTest, OpenErrors) {

@@ -403,17 +403,54 @@ void CachingStore::EvictIfNeeded() {
 }
 
 Result<std::string> CachingStore::Fill(std::string_view key, ObjectInfo* info) {
+  {
+    std::unique_lock lock(filling_mu_);
+    filling_cv_.wait(lock, [&] { return filling_.find(key) == filling_.end(); });
+    // Another thread may just have cached it.
+    lock.unlock();
+    auto cached = ReadEntry(key, info);
+    if (cached.ok()) {
+      ++hits_;
+      return cached;
+    }
+    lock.lock();
+    if (filling_.find(key) != filling_.end()) {
+      lock.unlock();
+      return Fill(key, info);  // lost the race to start the fetch: wait for that one
+    }
+    filling_.emplace(key);
+  }
+  auto done = [&] {
+    std::lock_guard lock(filling_mu_);
+    filling_.erase(filling_.find(key));
+    filling_cv_.notify_all();
+  };
   ++misses_;
   ObjectInfo fetched;
-  REEL_ASSIGN_OR_RETURN(std::string data, inner_->Get(key, &fetched));
-  if (data.size() != fetched.size) {
+  auto data = inner_->Get(key, &fetched);
+  if (!data.ok()) {
+    done();
+    return data.status();
+  }
+  if (data->size() != fetched.size) {
+    done();
     return DataLossError(inner_->uri() + "/" + std::string(key) + ": received " +
-                         std::to_string(data.size()) + " bytes but the store reported " +
+                         std::to_string(data->size()) + " bytes but the store reported " +
                          std::to_string(fetched.size));
   }
-  if (data.size() <= options_.max_object_bytes) StoreEntry(key, data, fetched);
+  if (data->size() <= options_.max_object_bytes) StoreEntry(key, *data, fetched);
+  done();
   if (info) *info = fetched;
   return data;
+}
+
+Status CachingStore::Prefetch(std::string_view key) {
+  REEL_RETURN_IF_ERROR(ValidateKey(key));
+  OpenEntry entry;
+  if (OpenAndCheck(EntryPath(key), key, &entry)) return Status::Ok();
+  REEL_ASSIGN_OR_RETURN(ObjectInfo head, inner_->Head(key));
+  if (head.size > options_.max_object_bytes) return Status::Ok();
+  return Fill(key, nullptr).status();
 }
 
 Result<std::string> CachingStore::Get(std::string_view key, ObjectInfo* info) {

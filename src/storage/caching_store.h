@@ -11,6 +11,7 @@
 // corrupted cache file) is dropped and the object fetched again. A fetched object whose length
 // differs from the size the server reported is refused with DataLoss, never cached.
 //
+// Concurrent misses of one key in a process cause one fetch (the others wait for its entry).
 // Bounds and sharing: the cache directory holds at most max_bytes of entries; least recently
 // used entries (by file mtime, touched on each hit) are evicted first. Several processes may
 // share one cache directory: entries appear by atomic rename, eviction is serialised with an
@@ -20,6 +21,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -61,6 +65,9 @@ class CachingStore : public ObjectStore {
 
   // Drops the cached copy of `key`, if any.
   void Invalidate(std::string_view key);
+  // Brings `key` into the cache now (readers prefetch the next shards with it). OK when it is
+  // already cached or too large to cache. Errors: the inner store's (NotFound, ...).
+  Status Prefetch(std::string_view key);
   CacheStats stats() const;
   ObjectStore& inner() { return *inner_; }
   // Bytes of entries now in the directory (scans it).
@@ -82,6 +89,10 @@ class CachingStore : public ObjectStore {
   CacheOptions options_;
   std::string namespace_;  // hash of the inner store's URI: one directory serves many stores
   std::atomic<uint64_t> added_since_scan_{0};
+  // Single flight: a key being fetched is fetched once; other callers wait for that entry.
+  std::mutex filling_mu_;
+  std::condition_variable filling_cv_;
+  std::set<std::string, std::less<>> filling_;
   std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, corrupt_{0};
 };
 
