@@ -1,0 +1,97 @@
+// The loader reading a dataset on S3 (the Ceph radosgw of the ctest fixture "ceph") through the
+// read-through cache.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "datagen/datagen.h"
+#include "ingest/pipeline.h"
+#include "loader/loader.h"
+#include "storage/caching_store.h"
+#include "storage/open.h"
+#include "storage/s3_store.h"
+#include "storage/testing/ceph_env.h"
+
+namespace reel::loader {
+namespace {
+
+TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
+  ASSERT_TRUE(storage::testing::LoadCephEnvironment()) << "run through ctest (fixture 'ceph')";
+  const std::string bucket = "reel-loader-" + std::to_string(::getpid());
+  auto options = storage::S3Options::FromEnvironment();
+  ASSERT_TRUE(options.ok());
+  {
+    auto s3 = storage::S3Store::Open(bucket, "", *options);
+    ASSERT_TRUE(s3.ok() && (*s3)->CreateBucket().ok());
+  }
+  auto raw = storage::OpenStore("mem://loader-s3-raw");
+  datagen::DatagenOptions dg;
+  dg.videos_per_class = 2;
+  dg.width = 48;
+  dg.height = 40;
+  dg.show_progress = false;
+  ASSERT_TRUE(datagen::GenerateDataset(**raw, "ucf", dg, 2).ok());
+  ingest::IngestOptions io;
+  io.source = "mem://loader-s3-raw/ucf";
+  io.output = "s3://" + bucket + "/ds";
+  io.clip.clip_frames = 8;
+  io.clip.short_side = 32;
+  io.shard_bytes = 64 << 10;
+  io.progress = false;
+  auto report = ingest::RunIngest(io);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  char dir[] = "/tmp/reel-loader-s3-cache-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  auto s3 = storage::S3Store::Open(bucket, "ds", *options);
+  ASSERT_TRUE(s3.ok());
+  storage::S3Store* server = s3->get();
+  storage::CacheOptions co;
+  co.directory = dir;
+  co.max_bytes = 256 << 20;
+  auto cache = storage::CachingStore::Open(std::move(*s3), co);
+  ASSERT_TRUE(cache.ok());
+
+  std::multiset<std::string> keys;
+  for (int rank = 0; rank < 2; ++rank) {
+    LoaderOptions o;
+    o.batch_size = 2;
+    o.clip.frames = 4;
+    o.transform.size = 16;
+    o.plan.world_size = 2;
+    o.plan.rank = rank;
+    o.plan.remainder = Remainder::kDrop;
+    auto loader = Loader::Open(**cache, o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    while (true) {
+      auto batch = (*loader)->Next();
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!batch->has_value()) break;
+      for (const auto& key : (*batch)->keys) keys.insert(key);
+    }
+    EXPECT_EQ((*loader)->stats().corrupt_records, 0u);
+  }
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), keys.size());
+  EXPECT_GE(keys.size(), static_cast<size_t>(report->clips["train"] - 3));
+
+  // A second pass is served by the cache: no request reaches the server.
+  uint64_t before = server->stats().requests;
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.clip.frames = 4;
+  o.transform.size = 16;
+  auto again = Loader::Open(**cache, o);
+  ASSERT_TRUE(again.ok());
+  while (true) {
+    auto batch = (*again)->Next();
+    ASSERT_TRUE(batch.ok());
+    if (!batch->has_value()) break;
+  }
+  // Only listing the split's shards goes to the server; manifest, indexes and shards are cached.
+  EXPECT_EQ(server->stats().requests - before, 1u);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+}  // namespace
+}  // namespace reel::loader
