@@ -75,33 +75,36 @@ std::vector<Batch> Epoch(Loader& loader) {
 
 TEST(LoaderTest, BatchesHaveTheModelsLayoutAndEveryTrainClipOncePerEpochAcrossRanks) {
   storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
-  std::multiset<std::string> keys;
-  size_t batches_per_rank = 0;
-  for (int rank = 0; rank < 2; ++rank) {
-    LoaderOptions o = Options();
-    o.plan.world_size = 2;
-    o.plan.rank = rank;
-    o.plan.remainder = Remainder::kDrop;
-    auto loader = Loader::Open(store, o);
-    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
-    auto batches = Epoch(**loader);
-    if (rank == 0) batches_per_rank = batches.size();
-    EXPECT_EQ(batches.size(), batches_per_rank);  // the same number on every rank
-    EXPECT_EQ(batches.size(), (*loader)->batches_per_epoch());
-    for (const Batch& b : batches) {
-      EXPECT_EQ(b.shape, (std::array<int64_t, 5>{4, 3, 4, 24, 24}));
-      EXPECT_EQ(b.f32.size(), 4u * 3 * 4 * 24 * 24);
-      for (const auto& k : b.keys) keys.insert(k);
-      for (int label : b.labels) EXPECT_TRUE(label >= 0 && label < 8);
-    }
-    EXPECT_EQ((*loader)->class_names().size(), 8u);
-  }
-  std::set<std::string> unique(keys.begin(), keys.end());
-  EXPECT_EQ(unique.size(), keys.size()) << "a clip came twice in one epoch";
   auto catalog = SplitCatalog::FromIndexes(store, "", "train");
   ASSERT_TRUE(catalog.ok());
-  uint64_t n = catalog->size();
-  EXPECT_EQ(keys.size(), n - n % 8);  // all but the dropped remainder of 2 ranks x 4
+  const uint64_t n = catalog->size();
+  for (int world = 1; world <= 3; ++world) {
+    std::multiset<std::string> keys;
+    size_t batches_per_rank = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions o = Options();
+      o.plan.world_size = world;
+      o.plan.rank = rank;
+      o.plan.remainder = Remainder::kDrop;
+      auto loader = Loader::Open(store, o);
+      ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+      auto batches = Epoch(**loader);
+      if (rank == 0) batches_per_rank = batches.size();
+      EXPECT_EQ(batches.size(), batches_per_rank);  // the same number on every rank
+      EXPECT_EQ(batches.size(), (*loader)->batches_per_epoch());
+      for (const Batch& b : batches) {
+        EXPECT_EQ(b.shape, (std::array<int64_t, 5>{4, 3, 4, 24, 24}));
+        EXPECT_EQ(b.f32.size(), 4u * 3 * 4 * 24 * 24);
+        for (const auto& k : b.keys) keys.insert(k);
+        for (int label : b.labels) EXPECT_TRUE(label >= 0 && label < 8);
+      }
+      EXPECT_EQ((*loader)->class_names().size(), 8u);
+    }
+    std::set<std::string> unique(keys.begin(), keys.end());
+    EXPECT_EQ(unique.size(), keys.size()) << "a clip came twice in one epoch, world " << world;
+    const uint64_t unit = 4u * static_cast<uint64_t>(world);
+    EXPECT_EQ(keys.size(), n - n % unit) << "world " << world;  // all but the dropped remainder
+  }
 }
 
 TEST(LoaderTest, BatchesDoNotDependOnTheThreadCount) {
@@ -109,7 +112,7 @@ TEST(LoaderTest, BatchesDoNotDependOnTheThreadCount) {
   LoaderOptions o = Options();
   o.threads = 1;
   auto one = Loader::Open(store, o);
-  o.threads = 3;
+  o.threads = 4;
   o.prefetch_batches = 4;
   auto three = Loader::Open(store, o);
   ASSERT_TRUE(one.ok() && three.ok());
