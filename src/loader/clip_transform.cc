@@ -101,6 +101,13 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   const auto xs = taps(box.x, box.w, s.w, flip);
   const auto ys = taps(box.y, box.h, s.h, false);
 
+  // Per channel: x / 255 then (x - mean) / std, folded into one multiply-add.
+  float scale[3], bias[3];
+  for (int ch = 0; ch < 3; ++ch) {
+    scale[ch] = 1.f / (255.f * t.std[static_cast<size_t>(ch)]);
+    bias[ch] = -t.mean[static_cast<size_t>(ch)] / t.std[static_cast<size_t>(ch)];
+  }
+  const size_t channel_stride = static_cast<size_t>(clip.frames) * plane;
   for (int f = 0; f < clip.frames; ++f) {
     const int frame = std::min(start + f * clip.stride, s.t - 1);
     const uint8_t* src = s.pixels.data() + static_cast<size_t>(frame) * s.h * s.w * 3;
@@ -108,18 +115,21 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
       const Tap& ty = ys[static_cast<size_t>(y)];
       const uint8_t* r0 = src + static_cast<size_t>(ty.i0) * s.w * 3;
       const uint8_t* r1 = src + static_cast<size_t>(ty.i1) * s.w * 3;
-      for (int x = 0; x < n; ++x) {
-        const Tap& tx = xs[static_cast<size_t>(x)];
-        for (int ch = 0; ch < 3; ++ch) {
-          float top = r0[tx.i0 * 3 + ch] + (r0[tx.i1 * 3 + ch] - r0[tx.i0 * 3 + ch]) * tx.w1;
-          float bottom = r1[tx.i0 * 3 + ch] + (r1[tx.i1 * 3 + ch] - r1[tx.i0 * 3 + ch]) * tx.w1;
+      const size_t row = static_cast<size_t>(f) * plane + static_cast<size_t>(y) * n;
+      // Channel outermost so that each output row is written contiguously.
+      for (int ch = 0; ch < 3; ++ch) {
+        float* out_f = t.normalize ? out_f32->data() + ch * channel_stride + row : nullptr;
+        uint8_t* out_b = t.normalize ? nullptr : out_u8->data() + ch * channel_stride + row;
+        for (int x = 0; x < n; ++x) {
+          const Tap& tx = xs[static_cast<size_t>(x)];
+          const int a = tx.i0 * 3 + ch, b = tx.i1 * 3 + ch;
+          float top = r0[a] + (r0[b] - r0[a]) * tx.w1;
+          float bottom = r1[a] + (r1[b] - r1[a]) * tx.w1;
           float v = top + (bottom - top) * ty.w1;
-          size_t at = static_cast<size_t>(ch) * clip.frames * plane + static_cast<size_t>(f) * plane +
-                      static_cast<size_t>(y) * n + x;
-          if (t.normalize) {
-            (*out_f32)[at] = (v / 255.f - t.mean[static_cast<size_t>(ch)]) / t.std[static_cast<size_t>(ch)];
+          if (out_f) {
+            out_f[x] = v * scale[ch] + bias[ch];
           } else {
-            (*out_u8)[at] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.f, 255.f)));
+            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) + 0.5f);
           }
         }
       }
