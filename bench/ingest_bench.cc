@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/shell.h"
 #include "datagen/datagen.h"
 #include "dataset/manifest.h"
 #include "ingest/pipeline.h"
@@ -29,16 +30,7 @@ double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string Run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
+std::string Run(const std::string& command) { return reel::testing::RunCommand(command).output; }
 
 std::vector<std::string> SplitLines(const std::string& text) {
   std::vector<std::string> lines;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/testing/shell.h"
 #include "datagen/datagen.h"
 #include "dataset/frames_codec.h"
 #include "dataset/shard_reader.h"
@@ -32,16 +33,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
   std::exit(1);
 }
 
-std::string Run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
+std::string Run(const std::string& command) { return reel::testing::RunCommand(command).output; }
 
 // Decodes every record of the split once with `threads` threads; returns records/s.
 double DecodeLimit(reel::storage::ObjectStore& store, int threads) {
