@@ -18,7 +18,7 @@ PACKAGES=(
   # registry / sched / serve
   libsqlite3-dev libcpp-httplib-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
 )
