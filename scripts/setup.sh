@@ -19,6 +19,8 @@ PACKAGES=(
   libsqlite3-dev libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
+  # parity tests export models from torchvision
+  python3-torch python3-torchvision
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
 )

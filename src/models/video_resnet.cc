@@ -1,0 +1,169 @@
+#include "models/video_resnet.h"
+
+#include <cstring>
+#include <set>
+
+namespace reel::models {
+namespace {
+
+namespace nn = torch::nn;
+
+nn::Conv3d Conv(int in, int out, std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride,
+                std::array<int64_t, 3> padding) {
+  return nn::Conv3d(nn::Conv3dOptions(in, out, kernel).stride(stride).padding(padding).bias(false));
+}
+
+// A Sequential with a plain forward, so it can sit inside another Sequential (torchvision's
+// Conv2Plus1D is an nn.Sequential of four modules).
+class Conv2Plus1DImpl : public nn::SequentialImpl {
+ public:
+  using SequentialImpl::SequentialImpl;
+  torch::Tensor forward(torch::Tensor x) { return SequentialImpl::forward(x); }
+};
+TORCH_MODULE(Conv2Plus1D);
+
+// One 3x3x3 convolution as each architecture builds it (torchvision's conv_builder classes).
+nn::AnyModule ConvBuilder(VideoArch arch, bool temporal, int in, int out, int mid, int stride) {
+  const int64_t s = stride;
+  if (arch == VideoArch::kR2Plus1D) {  // Conv2Plus1D: spatial (1,3,3), then temporal (3,1,1)
+    Conv2Plus1D seq(Conv(in, mid, {1, 3, 3}, {1, s, s}, {0, 1, 1}), nn::BatchNorm3d(mid),
+                    nn::ReLU(nn::ReLUOptions(true)), Conv(mid, out, {3, 1, 1}, {s, 1, 1}, {1, 0, 0}));
+    return nn::AnyModule(seq);
+  }
+  if (!temporal) return nn::AnyModule(Conv(in, out, {1, 3, 3}, {1, s, s}, {0, 1, 1}));  // NoTemporal
+  return nn::AnyModule(Conv(in, out, {3, 3, 3}, {s, s, s}, {1, 1, 1}));                // Simple
+}
+
+class BasicBlockImpl : public nn::Module {
+ public:
+  BasicBlockImpl(VideoArch arch, bool temporal, int inplanes, int planes, int stride) {
+    const int mid = (inplanes * planes * 27) / (inplanes * 9 + 3 * planes);
+    nn::Sequential c1;
+    c1->push_back(ConvBuilder(arch, temporal, inplanes, planes, mid, stride));
+    c1->push_back(nn::BatchNorm3d(planes));
+    c1->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    conv1 = register_module("conv1", c1);
+    nn::Sequential c2;
+    c2->push_back(ConvBuilder(arch, temporal, planes, planes, mid, 1));
+    c2->push_back(nn::BatchNorm3d(planes));
+    conv2 = register_module("conv2", c2);
+    if (stride != 1 || inplanes != planes) {
+      const int64_t s = stride;
+      std::array<int64_t, 3> ds = (arch == VideoArch::kMC3 && !temporal) ? std::array<int64_t, 3>{1, s, s}
+                                                                           : std::array<int64_t, 3>{s, s, s};
+      downsample = register_module(
+          "downsample", nn::Sequential(Conv(inplanes, planes, {1, 1, 1}, ds, {0, 0, 0}), nn::BatchNorm3d(planes)));
+    }
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    torch::Tensor out = conv2->forward(conv1->forward(x));
+    out += downsample ? downsample->forward(x) : x;
+    return torch::relu_(out);
+  }
+
+ private:
+  nn::Sequential conv1{nullptr}, conv2{nullptr}, downsample{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+}  // namespace
+
+VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
+  const int w = o.width;
+  if (o.arch == VideoArch::kR2Plus1D) {
+    const int mid = std::max(1, (45 * w + 32) / 64);  // 45 at width 64, as torchvision
+    stem = register_module("stem", nn::Sequential(Conv(3, mid, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), nn::BatchNorm3d(mid),
+                                                  nn::ReLU(nn::ReLUOptions(true)), Conv(mid, w, {3, 1, 1}, {1, 1, 1}, {1, 0, 0}),
+                                                  nn::BatchNorm3d(w), nn::ReLU(nn::ReLUOptions(true))));
+  } else {
+    stem = register_module("stem", nn::Sequential(Conv(3, w, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), nn::BatchNorm3d(w),
+                                                  nn::ReLU(nn::ReLUOptions(true))));
+  }
+  int inplanes = w;
+  auto make_layer = [&](int index, int planes, int blocks, int stride) {
+    // MC3 keeps full 3D convolutions in the first stage only.
+    const bool temporal = o.arch != VideoArch::kMC3 || index == 1;
+    nn::Sequential layer;
+    for (int b = 0; b < blocks; ++b) {
+      layer->push_back(BasicBlock(o.arch, temporal, inplanes, planes, b == 0 ? stride : 1));
+      inplanes = planes;
+    }
+    return register_module("layer" + std::to_string(index), layer);
+  };
+  layer1 = make_layer(1, w, o.layers[0], 1);
+  layer2 = make_layer(2, 2 * w, o.layers[1], 2);
+  layer3 = make_layer(3, 4 * w, o.layers[2], 2);
+  layer4 = make_layer(4, 8 * w, o.layers[3], 2);
+  avgpool = register_module("avgpool", nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1})));
+  fc = register_module("fc", nn::Linear(8 * w, o.num_classes));
+}
+
+torch::Tensor VideoResNetImpl::forward(torch::Tensor x) {
+  x = stem->forward(x);
+  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  x = avgpool->forward(x).flatten(1);
+  return fc->forward(x);
+}
+
+namespace {
+
+std::string DtypeName(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat: return "F32";
+    case torch::kDouble: return "F64";
+    case torch::kHalf: return "F16";
+    case torch::kBFloat16: return "BF16";
+    case torch::kLong: return "I64";
+    case torch::kInt: return "I32";
+    case torch::kByte: return "U8";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  auto load = [&](const std::string& name, torch::Tensor& target) -> Status {
+    auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) return InvalidArgumentError("weights: missing tensor '" + name + "'");
+    const TensorBytes& t = it->second;
+    if (t.dtype != DtypeName(target.scalar_type())) {
+      return InvalidArgumentError("weights: tensor '" + name + "' is " + t.dtype + ", the model wants " +
+                                  DtypeName(target.scalar_type()));
+    }
+    if (std::vector<int64_t>(target.sizes().begin(), target.sizes().end()) != t.shape) {
+      return InvalidArgumentError("weights: tensor '" + name + "' has another shape than the model's");
+    }
+    torch::Tensor dense = target.contiguous();
+    std::memcpy(dense.data_ptr(), t.data.data(), t.data.size());
+    if (!dense.is_same(target)) target.copy_(dense);
+    used.insert(name);
+    return Status::Ok();
+  };
+  for (auto& p : module.named_parameters(/*recurse=*/true)) REEL_RETURN_IF_ERROR(load(p.key(), p.value()));
+  for (auto& b : module.named_buffers(/*recurse=*/true)) REEL_RETURN_IF_ERROR(load(b.key(), b.value()));
+  for (const auto& [name, t] : file.tensors) {
+    if (!used.count(name)) return InvalidArgumentError("weights: unexpected tensor '" + name + "'");
+  }
+  return Status::Ok();
+}
+
+SafetensorsFile SaveStateDict(const torch::nn::Module& module) {
+  SafetensorsFile file;
+  auto save = [&](const std::string& name, const torch::Tensor& value) {
+    torch::Tensor dense = value.detach().contiguous().cpu();
+    TensorBytes t;
+    t.dtype = DtypeName(dense.scalar_type());
+    t.shape.assign(dense.sizes().begin(), dense.sizes().end());
+    t.data.assign(static_cast<const char*>(dense.data_ptr()), dense.numel() * dense.element_size());
+    file.tensors[name] = std::move(t);
+  };
+  for (const auto& p : module.named_parameters(true)) save(p.key(), p.value());
+  for (const auto& b : module.named_buffers(true)) save(b.key(), b.value());
+  return file;
+}
+
+}  // namespace reel::models

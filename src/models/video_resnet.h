@@ -1,0 +1,49 @@
+// The video ResNets of torchvision.models.video — R3D-18, MC3-18, R(2+1)D-18 — in LibTorch C++,
+// with the same layers and parameter names, so a torchvision state_dict saved as safetensors
+// loads unchanged and gives the same logits. Width and depth options make small CPU-sized
+// variants (width 64 and layers {2,2,2,2} are torchvision's *_18 models).
+// Thread-safety: as torch::nn modules (one forward/backward at a time per module).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <array>
+#include <string>
+
+#include "base/status.h"
+#include "models/safetensors.h"
+
+namespace reel::models {
+
+enum class VideoArch { kR3D, kMC3, kR2Plus1D };
+
+struct VideoResNetOptions {
+  VideoArch arch = VideoArch::kR2Plus1D;
+  int num_classes = 400;
+  std::array<int, 4> layers = {2, 2, 2, 2};  // blocks per stage
+  int width = 64;                            // channels of the first stage; then 2x, 4x, 8x
+};
+
+// Input [B, 3, T, H, W] float, output [B, num_classes] logits.
+class VideoResNetImpl : public torch::nn::Module {
+ public:
+  explicit VideoResNetImpl(const VideoResNetOptions& options);
+  torch::Tensor forward(torch::Tensor x);
+  const VideoResNetOptions& options() const { return options_; }
+
+ private:
+  VideoResNetOptions options_;
+  torch::nn::Sequential stem{nullptr};
+  torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
+  torch::nn::AdaptiveAvgPool3d avgpool{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+TORCH_MODULE(VideoResNet);
+
+// Copies every parameter and buffer of `module` from `file`, by name (strict: a missing,
+// unexpected or mis-shaped tensor is InvalidArgument naming it; an unsupported dtype too).
+Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file);
+// Every parameter and buffer of `module` as tensors of a safetensors file.
+SafetensorsFile SaveStateDict(const torch::nn::Module& module);
+
+}  // namespace reel::models

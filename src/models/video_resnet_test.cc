@@ -1,0 +1,113 @@
+// Reel's video ResNets against torchvision's: the same state_dict (exported by
+// python3-torchvision at test time) gives the same logits.
+#include "models/video_resnet.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "base/testing/shell.h"
+
+namespace reel::models {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+torch::Tensor ToTensor(const TensorBytes& t) {
+  torch::Tensor out = torch::empty(t.shape, torch::kFloat);
+  std::memcpy(out.data_ptr(), t.data.data(), t.data.size());
+  return out;
+}
+
+struct Case {
+  const char* torchvision_name;
+  VideoArch arch;
+};
+
+class ParityTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ParityTest, TorchvisionWeightsGiveTheSameLogits) {
+  char dir[] = "/tmp/reel-parity-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const char* source = std::getenv("REEL_SOURCE_DIR");
+  std::string script = std::string(source ? source : ".") + "/src/models/export_torchvision.py";
+  auto run = testing::RunCommand("/usr/bin/python3 " + script + " " + GetParam().torchvision_name +
+                                 " 8 " + dir + " 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto weights = ReadSafetensors(ReadAll(std::string(dir) + "/weights.safetensors"), "weights");
+  auto io = ReadSafetensors(ReadAll(std::string(dir) + "/io.safetensors"), "io");
+  testing::RunCommand(std::string("rm -rf ") + dir);
+  ASSERT_TRUE(weights.ok() && io.ok());
+
+  VideoResNetOptions o;
+  o.arch = GetParam().arch;
+  o.num_classes = 8;
+  VideoResNet model(o);
+  Status loaded = LoadStateDict(*model, *weights);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor logits = model->forward(ToTensor(io->tensors["input"]));
+  torch::Tensor expected = ToTensor(io->tensors["logits"]);
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  double diff = (logits - expected).abs().max().item<double>();
+  EXPECT_LT(diff, 1e-4) << GetParam().torchvision_name;
+  // And the weights Reel saves are the ones it loaded.
+  SafetensorsFile saved = SaveStateDict(*model);
+  EXPECT_EQ(saved.tensors.size(), weights->tensors.size());
+  EXPECT_EQ(saved.tensors["fc.weight"].data, weights->tensors["fc.weight"].data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Video, ParityTest,
+                         ::testing::Values(Case{"r3d_18", VideoArch::kR3D}, Case{"mc3_18", VideoArch::kMC3},
+                                           Case{"r2plus1d_18", VideoArch::kR2Plus1D}),
+                         [](const auto& info) { return std::string(info.param.torchvision_name); });
+
+TEST(VideoResNetTest, SmallVariantsTrainAStep) {
+  VideoResNetOptions o;
+  o.arch = VideoArch::kR2Plus1D;
+  o.num_classes = 4;
+  o.width = 16;
+  o.layers = {1, 1, 1, 1};
+  VideoResNet model(o);
+  torch::manual_seed(3);
+  torch::Tensor x = torch::randn({2, 3, 4, 32, 32});
+  torch::Tensor y = torch::tensor({1, 3});
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  auto loss0 = torch::nn::functional::cross_entropy(model->forward(x), y);
+  sgd.zero_grad();
+  loss0.backward();
+  sgd.step();
+  auto loss1 = torch::nn::functional::cross_entropy(model->forward(x), y);
+  EXPECT_LT(loss1.item<double>(), loss0.item<double>());
+  EXPECT_EQ(model->named_parameters().contains("layer1.0.conv1.0.0.weight"), true);
+}
+
+TEST(VideoResNetTest, LoadingRefusesMissingAndUnexpectedTensors) {
+  VideoResNetOptions o;
+  o.arch = VideoArch::kR3D;
+  o.num_classes = 3;
+  o.width = 8;
+  o.layers = {1, 1, 1, 1};
+  VideoResNet model(o);
+  SafetensorsFile file = SaveStateDict(*model);
+  EXPECT_TRUE(LoadStateDict(*model, file).ok());
+  SafetensorsFile extra = file;
+  extra.tensors["head.weight"] = file.tensors["fc.weight"];
+  EXPECT_NE(LoadStateDict(*model, extra).message().find("unexpected tensor 'head.weight'"), std::string::npos);
+  SafetensorsFile missing = file;
+  missing.tensors.erase("fc.bias");
+  EXPECT_NE(LoadStateDict(*model, missing).message().find("missing tensor 'fc.bias'"), std::string::npos);
+  VideoResNetOptions other = o;
+  other.num_classes = 5;
+  VideoResNet wider(other);
+  EXPECT_EQ(LoadStateDict(*wider, file).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reel::models
