@@ -30,10 +30,6 @@ int Fail(const Status& status) {
   }
 }
 
-// "s3://bucket" + "a/b" -> "s3://bucket/a/b"; "file:///" + "tmp/x" -> "file:///tmp/x".
-std::string JoinUri(const std::string& store_uri, const std::string& key) {
-  return store_uri.back() == '/' ? store_uri + key : store_uri + "/" + key;
-}
 
 std::string FormatTime(int64_t ms) {
   if (ms <= 0) return "-                  ";
@@ -92,8 +88,8 @@ int CopyOne(storage::ObjectStore& src, const std::string& src_key, storage::Obje
   progress.Finish();
   if (!status.ok()) return Fail(status);
   if (!quiet) {
-    std::printf("copied %s -> %s\n", JoinUri(src.uri(), src_key).c_str(),
-                JoinUri(dst.uri(), dst_key).c_str());
+    std::printf("copied %s -> %s\n", storage::ObjectUri(src, src_key).c_str(),
+                storage::ObjectUri(dst, dst_key).c_str());
   }
   return 0;
 }
@@ -154,7 +150,7 @@ int Remove(const std::vector<std::string>& uris, bool recursive) {
       for (const auto& object : *objects) {
         Status status = location->store->Delete(object.key);
         if (!status.ok()) return Fail(status);
-        std::printf("deleted %s\n", JoinUri(location->store->uri(), object.key).c_str());
+        std::printf("deleted %s\n", storage::ObjectUri(*location->store, object.key).c_str());
       }
       continue;
     }

@@ -149,11 +149,4 @@ std::optional<uint32_t> ParseShardName(std::string_view name) {
   return number;
 }
 
-std::string ObjectUri(const storage::ObjectStore& store, std::string_view key) {
-  std::string uri = store.uri();
-  if (uri.empty() || uri.back() != '/') uri += '/';
-  uri += key;
-  return uri;
-}
-
 }  // namespace reel::dataset

@@ -67,7 +67,6 @@ std::string ShardIndexKey(std::string_view root, std::string_view split, uint32_
 // The number in "shard-000123" (with or without ".tar"/".idx"); nullopt for anything else.
 std::optional<uint32_t> ParseShardName(std::string_view name);
 
-// "<store uri>/<key>" for error messages.
-std::string ObjectUri(const storage::ObjectStore& store, std::string_view key);
+using storage::ObjectUri;  // "<store uri>/<key>" for error messages
 
 }  // namespace reel::dataset

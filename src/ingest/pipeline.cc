@@ -141,10 +141,6 @@ std::string LastSegment(const std::string& uri) {
   return s.substr(s.rfind('/') + 1);
 }
 
-std::string JoinUri(const std::string& store_uri, const std::string& key) {
-  return store_uri.back() == '/' ? store_uri + key : store_uri + "/" + key;
-}
-
 // Results of the workers, handed to the committer in listing order.
 class OrderedResults {
  public:
@@ -266,7 +262,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   state.settings = settings;
   auto saved = out->Get(kStateKey);
   if (saved.ok()) {
-    REEL_ASSIGN_OR_RETURN(RunState previous, StateFromJson(*saved, JoinUri(out->uri(), kStateKey)));
+    REEL_ASSIGN_OR_RETURN(RunState previous, StateFromJson(*saved, storage::ObjectUri(*out, kStateKey)));
     if (previous.source_hash == listing.hash && previous.settings == settings) {
       state = std::move(previous);
       log->info("resuming the ingest at {}", out->uri());
@@ -362,7 +358,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
       job.video = &video;
       job.class_name = listing.class_names[static_cast<size_t>(video.label)];
       job.key_base = key_bases[remaining[slot]];
-      job.source_uri = JoinUri(source.store->uri(), video.key);
+      job.source_uri = storage::ObjectUri(*source.store, video.key);
       Result<std::vector<dataset::Record>> clips = [&]() -> Result<std::vector<dataset::Record>> {
         if (local_source != nullptr) {
           return MakeClips(job, media::Input::File(local_source->PathOf(video.key)), options.clip,
@@ -387,7 +383,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     Result<std::vector<dataset::Record>> clips = results.Take(slot);
     progress.Add(1);
     if (!clips.ok()) {
-      FailedVideo failure{JoinUri(source.store->uri(), video.key), clips.status().ToString()};
+      FailedVideo failure{storage::ObjectUri(*source.store, video.key), clips.status().ToString()};
       log->warn("skipping {}: {}", failure.key, failure.reason);
       state.failed.emplace_back(static_cast<int64_t>(index), failure);
       continue;

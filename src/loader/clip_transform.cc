@@ -80,9 +80,8 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   const int n = t.size;
   const size_t plane = static_cast<size_t>(n) * n;
   const size_t total = 3 * static_cast<size_t>(clip.frames) * plane;
-  out_f32->clear();
-  out_u8->clear();
-  if (t.normalize) out_f32->assign(total, 0.f); else out_u8->assign(total, 0);
+  const size_t base = t.normalize ? out_f32->size() : out_u8->size();
+  if (t.normalize) out_f32->resize(base + total); else out_u8->resize(base + total);
 
   // Bilinear sampling at pixel centres (align_corners = false), precomputed per axis.
   struct Tap { int i0, i1; float w1; };
@@ -110,7 +109,8 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   const size_t channel_stride = static_cast<size_t>(clip.frames) * plane;
   for (int f = 0; f < clip.frames; ++f) {
     const int frame = std::min(start + f * clip.stride, s.t - 1);
-    const uint8_t* src = s.pixels.data() + static_cast<size_t>(frame) * s.h * s.w * 3;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(s.pixels.data()) +
+                         static_cast<size_t>(frame) * s.h * s.w * 3;
     for (int y = 0; y < n; ++y) {
       const Tap& ty = ys[static_cast<size_t>(y)];
       const uint8_t* r0 = src + static_cast<size_t>(ty.i0) * s.w * 3;
@@ -118,8 +118,8 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
       const size_t row = static_cast<size_t>(f) * plane + static_cast<size_t>(y) * n;
       // Channel outermost so that each output row is written contiguously.
       for (int ch = 0; ch < 3; ++ch) {
-        float* out_f = t.normalize ? out_f32->data() + ch * channel_stride + row : nullptr;
-        uint8_t* out_b = t.normalize ? nullptr : out_u8->data() + ch * channel_stride + row;
+        float* out_f = t.normalize ? out_f32->data() + base + ch * channel_stride + row : nullptr;
+        uint8_t* out_b = t.normalize ? nullptr : out_u8->data() + base + ch * channel_stride + row;
         for (int x = 0; x < n; ++x) {
           const Tap& tx = xs[static_cast<size_t>(x)];
           const int a = tx.i0 * 3 + ch, b = tx.i1 * 3 + ch;

@@ -9,16 +9,18 @@
 #include <array>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
 
 namespace reel::loader {
 
-// Frames as stored: T x H x W x C, uint8, C = 3 (RGB).
+// Frames as stored: T x H x W x C, uint8, C = 3 (RGB). A string, so that a decoded frames
+// payload becomes a stack without a copy.
 struct FrameStack {
   int t = 0, h = 0, w = 0, c = 3;
-  std::vector<uint8_t> pixels;
+  std::string pixels;
 };
 
 enum class ClipSampling { kRandom, kUniform, kCenter };
@@ -45,8 +47,9 @@ struct TransformOptions {
 // its last frame. InvalidArgument for non-positive options.
 Result<std::vector<int>> ClipStarts(int stored_frames, const ClipOptions& clip, std::mt19937_64& rng);
 
-// One clip, transformed, as C x T x H x W (the layout video models take), either float
-// (normalised) or uint8 in `out_f32` / `out_u8` (the other stays empty).
+// One clip, transformed, as C x T x H x W (the layout video models take), appended to `out_f32`
+// (normalised) or `out_u8` (the other is left alone), so several clips and samples can be
+// written straight into one buffer.
 Status MakeClip(const FrameStack& stack, int start, const ClipOptions& clip,
                 const TransformOptions& transform, std::mt19937_64& rng,
                 std::vector<float>* out_f32, std::vector<uint8_t>* out_u8);

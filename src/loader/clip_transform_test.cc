@@ -14,9 +14,9 @@ FrameStack Ramp(int t, int h, int w) {
   for (int f = 0; f < t; ++f)
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x) {
-        s.pixels.push_back(static_cast<uint8_t>(x));
-        s.pixels.push_back(static_cast<uint8_t>(y));
-        s.pixels.push_back(static_cast<uint8_t>(f));
+        s.pixels.push_back(static_cast<char>(x));
+        s.pixels.push_back(static_cast<char>(y));
+        s.pixels.push_back(static_cast<char>(f));
       }
   return s;
 }
@@ -79,6 +79,7 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   bool saw_flip = false, saw_plain = false;
   for (uint64_t seed = 0; seed < 16; ++seed) {
     std::mt19937_64 rng(seed);
+    u.clear();  // MakeClip appends
     ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
     if (u[0] == 3) saw_flip = true;   // R at x = 0 is the last column
     if (u[0] == 0) saw_plain = true;
@@ -90,6 +91,7 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   t.mean = {0.5f, 0.5f, 0.5f};
   t.std = {0.25f, 0.25f, 0.25f};
   std::mt19937_64 rng(0);
+  u.clear();
   ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
   EXPECT_NEAR(f[1], (1 / 255.f - 0.5f) / 0.25f, 1e-6);  // R at x = 1
   EXPECT_TRUE(u.empty());

@@ -40,7 +40,7 @@ Result<FrameStack> Frames(const dataset::Record& record) {
     stack.t = static_cast<int>(decoded.header.frames);
     stack.h = static_cast<int>(decoded.header.height);
     stack.w = static_cast<int>(decoded.header.width);
-    stack.pixels.assign(decoded.pixels.begin(), decoded.pixels.end());
+    stack.pixels = std::move(decoded.pixels);
     return stack;
   }
   media::DecodeOptions options;
@@ -99,13 +99,9 @@ struct Loader::Impl {
       sample.status = starts.status();
       return sample;
     }
-    std::vector<float> f32;
-    std::vector<uint8_t> u8;
     for (int start : *starts) {
-      sample.status = MakeClip(*stack, start, o.clip, o.transform, rng, &f32, &u8);
+      sample.status = MakeClip(*stack, start, o.clip, o.transform, rng, &sample.f32, &sample.u8);
       if (!sample.status.ok()) return sample;
-      sample.f32.insert(sample.f32.end(), f32.begin(), f32.end());
-      sample.u8.insert(sample.u8.end(), u8.begin(), u8.end());
     }
     return sample;
   }

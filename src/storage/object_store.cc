@@ -2,6 +2,13 @@
 
 namespace reel::storage {
 
+std::string ObjectUri(const ObjectStore& store, std::string_view key) {
+  std::string uri = store.uri();
+  if (uri.empty() || uri.back() != '/') uri += '/';
+  uri += key;
+  return uri;
+}
+
 Status ValidateKey(std::string_view key) {
   auto refuse = [&](std::string_view why) {
     return InvalidArgumentError("invalid key '" + std::string(key) + "': " + std::string(why));

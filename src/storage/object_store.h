@@ -111,6 +111,9 @@ class ObjectStore {
   virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) = 0;
 };
 
+// "<store uri>/<key>" for messages and metadata: "s3://bucket/a/b", "file:///data/x".
+std::string ObjectUri(const ObjectStore& store, std::string_view key);
+
 // InvalidArgument unless `key` follows the rules at the top of this file.
 Status ValidateKey(std::string_view key);
 
