@@ -4,11 +4,27 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/status.h"
+
 namespace reel::cli {
 
 void RegisterStorage(CLI::App& app, int* exit_code);
 void RegisterSmoke(CLI::App& app, int* exit_code);
 void RegisterIngest(CLI::App& app, int* exit_code);
 void RegisterDatagen(CLI::App& app, int* exit_code);
+void RegisterTrain(CLI::App& app, int* exit_code);  // reel train and reel eval
+
+// The exit code for a failed command: 2 not found, 3 invalid input, 4 permission denied,
+// 5 unavailable, 6 failed precondition, 1 anything else.
+inline int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kNotFound: return 2;
+    case StatusCode::kInvalidArgument: return 3;
+    case StatusCode::kPermissionDenied: return 4;
+    case StatusCode::kUnavailable: return 5;
+    case StatusCode::kFailedPrecondition: return 6;
+    default: return 1;
+  }
+}
 
 }  // namespace reel::cli

@@ -21,16 +21,6 @@ struct DatagenCliOptions {
   datagen::DatagenOptions gen;
 };
 
-int ExitCode(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kNotFound: return 2;
-    case StatusCode::kInvalidArgument: return 3;
-    case StatusCode::kPermissionDenied: return 4;
-    case StatusCode::kUnavailable: return 5;
-    default: return 1;
-  }
-}
-
 Status ParseSize(const std::string& text, int* width, int* height) {
   int w = 0, h = 0;
   char x = 0, extra = 0;
@@ -109,7 +99,7 @@ void RegisterDatagen(CLI::App& app, int* exit_code) {
     Status status = RunDatagen(options);
     if (!status.ok()) {
       std::fprintf(stderr, "reel datagen: %s\n", status.ToString().c_str());
-      *exit_code = ExitCode(status);
+      *exit_code = ExitCodeFor(status);
     }
   });
 }

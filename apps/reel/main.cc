@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterSmoke(app, &exit_code);
   reel::cli::RegisterDatagen(app, &exit_code);
   reel::cli::RegisterIngest(app, &exit_code);
+  reel::cli::RegisterTrain(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

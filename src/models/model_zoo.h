@@ -1,36 +1,15 @@
-// Every model Reel trains, built by name from a config section:
-//   model:
-//     name: r2plus1d        # r3d_18, mc3_18, r2plus1d_18 (torchvision's), r3d, mc3, r2plus1d
-//                           # (width/layers below), tsn (per-frame 2D CNN, mean over time),
-//                           # single_frame (2D CNN on the centre frame)
-//     num_classes: 8
-//     width: 16             # optional
-//     layers: [1, 1, 1, 1]  # optional, video ResNets only
-// Errors: InvalidArgument naming the config file, line and key (unknown name, bad numbers,
-// unknown keys).
+// Builds every model that model_spec.h names, as a LibTorch module.
+// Errors: InvalidArgument for an unknown name or a class count below 1.
 // Thread-safety: pure functions.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <array>
-#include <string>
-#include <vector>
-
-#include "base/config.h"
 #include "base/status.h"
+#include "models/model_spec.h"
 
 namespace reel::models {
 
-struct ModelSpec {
-  std::string name = "r2plus1d_18";
-  int num_classes = 400;
-  int width = 0;                          // 0: the architecture's default
-  std::array<int, 4> layers = {2, 2, 2, 2};
-};
-
-std::vector<std::string> ModelNames();
-Result<ModelSpec> ModelSpecFromConfig(const ConfigNode& node);
 // A module whose forward maps [B, 3, T, H, W] to [B, num_classes].
 Result<torch::nn::AnyModule> BuildModel(const ModelSpec& spec);
 

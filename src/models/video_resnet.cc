@@ -1,8 +1,6 @@
 #include "models/video_resnet.h"
 
 #include <cmath>
-#include <cstring>
-#include <set>
 
 namespace reel::models {
 namespace {
@@ -132,66 +130,6 @@ torch::Tensor VideoResNetImpl::forward(torch::Tensor x) {
   x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
   x = avgpool->forward(x).flatten(1);
   return fc->forward(x);
-}
-
-namespace {
-
-std::string DtypeName(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return "F32";
-    case torch::kDouble: return "F64";
-    case torch::kHalf: return "F16";
-    case torch::kBFloat16: return "BF16";
-    case torch::kLong: return "I64";
-    case torch::kInt: return "I32";
-    case torch::kByte: return "U8";
-    default: return "";
-  }
-}
-
-}  // namespace
-
-Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file) {
-  torch::NoGradGuard no_grad;
-  std::set<std::string> used;
-  auto load = [&](const std::string& name, torch::Tensor& target) -> Status {
-    auto it = file.tensors.find(name);
-    if (it == file.tensors.end()) return InvalidArgumentError("weights: missing tensor '" + name + "'");
-    const TensorBytes& t = it->second;
-    if (t.dtype != DtypeName(target.scalar_type())) {
-      return InvalidArgumentError("weights: tensor '" + name + "' is " + t.dtype + ", the model wants " +
-                                  DtypeName(target.scalar_type()));
-    }
-    if (std::vector<int64_t>(target.sizes().begin(), target.sizes().end()) != t.shape) {
-      return InvalidArgumentError("weights: tensor '" + name + "' has another shape than the model's");
-    }
-    torch::Tensor dense = target.contiguous();
-    std::memcpy(dense.data_ptr(), t.data.data(), t.data.size());
-    if (!dense.is_same(target)) target.copy_(dense);
-    used.insert(name);
-    return Status::Ok();
-  };
-  for (auto& p : module.named_parameters(/*recurse=*/true)) REEL_RETURN_IF_ERROR(load(p.key(), p.value()));
-  for (auto& b : module.named_buffers(/*recurse=*/true)) REEL_RETURN_IF_ERROR(load(b.key(), b.value()));
-  for (const auto& [name, t] : file.tensors) {
-    if (!used.count(name)) return InvalidArgumentError("weights: unexpected tensor '" + name + "'");
-  }
-  return Status::Ok();
-}
-
-SafetensorsFile SaveStateDict(const torch::nn::Module& module) {
-  SafetensorsFile file;
-  auto save = [&](const std::string& name, const torch::Tensor& value) {
-    torch::Tensor dense = value.detach().contiguous().cpu();
-    TensorBytes t;
-    t.dtype = DtypeName(dense.scalar_type());
-    t.shape.assign(dense.sizes().begin(), dense.sizes().end());
-    t.data.assign(static_cast<const char*>(dense.data_ptr()), dense.numel() * dense.element_size());
-    file.tensors[name] = std::move(t);
-  };
-  for (const auto& p : module.named_parameters(true)) save(p.key(), p.value());
-  for (const auto& b : module.named_buffers(true)) save(b.key(), b.value());
-  return file;
 }
 
 }  // namespace reel::models

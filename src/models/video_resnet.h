@@ -11,7 +11,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "models/safetensors.h"
+
 
 namespace reel::models {
 
@@ -39,11 +39,5 @@ class VideoResNetImpl : public torch::nn::Module {
   torch::nn::Linear fc{nullptr};
 };
 TORCH_MODULE(VideoResNet);
-
-// Copies every parameter and buffer of `module` from `file`, by name (strict: a missing,
-// unexpected or mis-shaped tensor is InvalidArgument naming it; an unsupported dtype too).
-Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file);
-// Every parameter and buffer of `module` as tensors of a safetensors file.
-SafetensorsFile SaveStateDict(const torch::nn::Module& module);
 
 }  // namespace reel::models

@@ -1,5 +1,6 @@
 // Reel's video ResNets against torchvision's: the same state_dict (exported by
 // python3-torchvision at test time) gives the same logits.
+#include "models/state_dict.h"
 #include "models/video_resnet.h"
 
 #include <gtest/gtest.h>

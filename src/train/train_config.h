@@ -1,0 +1,131 @@
+// The training job's configuration, read from YAML and validated as a whole before anything
+// runs. Every section and key is checked (a typo is an error naming file, line and key):
+//
+//   run_dir: runs/synthetic       # local folder for metrics.jsonl and eval reports
+//   seed: 0                       # weights, data order, augmentation
+//   threads: 2                    # LibTorch intra-op threads (0: LibTorch's default)
+//   device: auto                  # auto (cuda when present), cpu, cuda, cuda:N
+//   model: {name: r2plus1d, num_classes: 8, width: 16, layers: [1, 1, 1, 1]}  # model_zoo.h
+//   data:
+//     dataset: reel-data/datasets/synthetic   # dataset root URI (local, file://, s3://)
+//     cache_dir: ""               # read-through cache for remote datasets
+//     train_split: train
+//     val_split: test
+//     batch_size: 8               # per optimiser micro-step
+//     workers: 2                  # loader decode threads
+//     clip_frames: 8
+//     frame_stride: 1
+//     size: 112                   # crop height and width
+//     min_scale: 0.25             # random resized crop: smallest area fraction
+//     flip: true                  # horizontal flips (off for direction-sensitive classes)
+//     eval_clips: 1               # clips per video at evaluation (uniformly spaced)
+//   optimizer:
+//     name: sgd                   # sgd or adamw
+//     lr: 0.1                     # peak learning rate, after warmup
+//     momentum: 0.9               # sgd
+//     nesterov: false             # sgd
+//     weight_decay: 1.0e-4
+//     betas: [0.9, 0.999]         # adamw
+//     eps: 1.0e-8                 # adamw
+//     decay_norm_and_bias: false  # weight decay on batch-norm weights and biases too
+//   schedule:
+//     warmup_epochs: 0            # or warmup_steps
+//     min_lr: 0
+//   train:
+//     epochs: 10                  # or max_steps (optimiser steps)
+//     grad_accum: 1               # micro-batches per optimiser step
+//     clip_grad_norm: 0           # 0: no clipping
+//     label_smoothing: 0
+//     amp: auto                   # auto (fp16 on CUDA, off on CPU), off, fp16, bf16
+//     log_every: 10               # steps between metrics lines
+//     eval_every_epochs: 1        # 0: evaluate only at the end
+//   checkpoint:
+//     uri: ""                     # any store URI; "" = <run_dir>/checkpoints
+//     every_steps: 100            # 0: only at the end
+//     keep: 3                     # newest checkpoints kept
+//
+// Errors: InvalidArgument naming file:line:col and the key; NotFound for a missing config file.
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/status.h"
+#include "loader/loader.h"
+#include "models/model_spec.h"
+
+namespace reel::train {
+
+enum class OptimizerKind { kSgd, kAdamW };
+enum class AmpMode { kAuto, kOff, kFp16, kBf16 };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double lr = 0.1;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 1e-4;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  bool decay_norm_and_bias = false;
+};
+
+struct DataConfig {
+  std::string dataset;
+  std::string cache_dir;
+  std::string train_split = "train";
+  std::string val_split = "test";
+  int batch_size = 8;
+  int workers = 2;
+  int clip_frames = 8;
+  int frame_stride = 1;
+  int size = 112;
+  double min_scale = 0.25;
+  bool flip = true;
+  int eval_clips = 1;
+};
+
+struct TrainConfig {
+  std::string source_text;  // the YAML as read, saved into every checkpoint
+  std::string run_dir = "runs/default";
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string device = "auto";
+  models::ModelSpec model;
+  DataConfig data;
+  OptimizerConfig optimizer;
+  int64_t warmup_epochs = 0;  // one of warmup_epochs / warmup_steps is used
+  int64_t warmup_steps = -1;
+  double min_lr = 0;
+  int64_t epochs = 10;  // one of epochs / max_steps bounds the run
+  int64_t max_steps = -1;
+  int grad_accum = 1;
+  double clip_grad_norm = 0;
+  double label_smoothing = 0;
+  AmpMode amp = AmpMode::kAuto;
+  int64_t log_every = 10;
+  int64_t eval_every_epochs = 1;
+  std::string checkpoint_uri;  // resolved: never "" after parsing
+  int64_t checkpoint_every_steps = 100;
+  int checkpoint_keep = 3;
+
+  // Loader options for the training split, for `rank` of `world_size`.
+  loader::LoaderOptions TrainLoaderOptions(int world_size = 1, int rank = 0) const;
+  // Loader options for evaluation on `split` (centre or multi-clip, no augmentation).
+  loader::LoaderOptions EvalLoaderOptions(const std::string& split) const;
+};
+
+Result<TrainConfig> ParseTrainConfig(const ConfigNode& root);
+Result<TrainConfig> LoadTrainConfig(const std::string& path);
+// `text` as a config; `source_name` stands in for the file name in errors.
+Result<TrainConfig> ParseTrainConfigText(const std::string& text, const std::string& source_name);
+
+// `text` with "dotted.key=value" overrides applied (values parsed as YAML scalars or flow
+// collections, e.g. "train.max_steps=20", "model.layers=[1,1,1,1]"). InvalidArgument for an
+// override without '=', an empty key, or a key whose parent is not a map.
+Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vector<std::string>& overrides);
+
+}  // namespace reel::train

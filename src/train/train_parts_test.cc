@@ -1,0 +1,257 @@
+// The trainer's parts on their own: config validation, optimiser state by name, the loss scaler
+// and the checkpoint store.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/state_dict.h"
+#include "storage/memory_store.h"
+#include "train/amp.h"
+#include "train/checkpoint.h"
+#include "train/optimizer.h"
+#include "train/train_config.h"
+
+namespace reel::train {
+namespace {
+
+const char* kConfig = R"(run_dir: /tmp/run
+seed: 7
+model: {name: r2plus1d, num_classes: 8, width: 16, layers: [1, 1, 1, 1]}
+data:
+  dataset: s3://bucket/ds
+  batch_size: 4
+  clip_frames: 8
+  flip: false
+optimizer: {name: adamw, lr: 0.001, betas: [0.8, 0.99], weight_decay: 0.05}
+schedule: {warmup_epochs: 2, min_lr: 1.0e-5}
+train: {epochs: 30, grad_accum: 2, clip_grad_norm: 1.0, label_smoothing: 0.1, amp: bf16}
+checkpoint: {every_steps: 50, keep: 2}
+)";
+
+std::string ErrorOf(const std::string& text) {
+  auto c = ParseTrainConfigText(text, "train.yaml");
+  return c.ok() ? "" : c.status().message();
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+TEST(TrainConfigTest, AFullConfigIsRead) {
+  auto c = ParseTrainConfigText(kConfig, "train.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->seed, 7u);
+  EXPECT_EQ(c->model.width, 16);
+  EXPECT_EQ(c->data.dataset, "s3://bucket/ds");
+  EXPECT_FALSE(c->data.flip);
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_DOUBLE_EQ(c->optimizer.beta1, 0.8);
+  EXPECT_EQ(c->warmup_epochs, 2);
+  EXPECT_EQ(c->grad_accum, 2);
+  EXPECT_EQ(c->amp, AmpMode::kBf16);
+  EXPECT_EQ(c->checkpoint_uri, "/tmp/run/checkpoints");
+  EXPECT_EQ(c->source_text, kConfig);
+  auto eval = c->EvalLoaderOptions("test");
+  EXPECT_FALSE(eval.transform.train);
+  EXPECT_FALSE(eval.plan.shuffle);
+}
+
+TEST(TrainConfigTest, MistakesAreNamedWithFileLineAndKey) {
+  EXPECT_EQ(ErrorOf(Replace(kConfig, "optimizer:", "optimiser:")).rfind("train.yaml:9:1: unknown key 'optimiser'", 0), 0u)
+      << ErrorOf(Replace(kConfig, "optimizer:", "optimiser:"));
+  std::string lr = ErrorOf(Replace(kConfig, "lr: 0.001", "lr: fast"));
+  EXPECT_NE(lr.find("train.yaml:9:"), std::string::npos) << lr;
+  EXPECT_NE(lr.find("'optimizer.lr'"), std::string::npos) << lr;
+  EXPECT_NE(ErrorOf(Replace(kConfig, "betas: [0.8, 0.99]", "momentum: 0.9")).find("not an option of adamw"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "epochs: 30", "epochs: 30, max_steps: 5")).find("either epochs or max_steps"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "amp: bf16", "amp: fp8")).find("unknown amp mode 'fp8'"), std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "batch_size: 4", "batch_size: 0")).find("'data.batch_size': must be in"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "name: r2plus1d", "name: r4d")).find("unknown model 'r4d'"), std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "  dataset: s3://bucket/ds\n", "")).find("dataset"), std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "flip: false", "flip: sometimes")).find("'data.flip'"), std::string::npos);
+  EXPECT_NE(ErrorOf("- a\n- b\n").find("map of sections"), std::string::npos);
+}
+
+TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
+  auto text = ApplyConfigOverrides(kConfig, {"train.epochs=3", "data.workers=6", "model.layers=[2,2,2,2]",
+                                             "checkpoint.uri=mem://x"});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto c = ParseTrainConfigText(*text, "train.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->epochs, 3);
+  EXPECT_EQ(c->data.workers, 6);
+  EXPECT_EQ(c->model.layers[0], 2);
+  EXPECT_EQ(c->checkpoint_uri, "mem://x");
+  EXPECT_FALSE(ApplyConfigOverrides(kConfig, {"train.epochs"}).ok());
+  EXPECT_FALSE(ApplyConfigOverrides(kConfig, {"=3"}).ok());
+  EXPECT_FALSE(ApplyConfigOverrides(kConfig, {"seed.x=3"}).ok());  // seed is a number, not a map
+  EXPECT_FALSE(ApplyConfigOverrides(kConfig, {"a..b=3"}).ok());
+}
+
+// A small model and a fixed batch, so that two optimisers can be stepped identically.
+struct Toy {
+  torch::nn::Sequential model{torch::nn::Linear(6, 5), torch::nn::BatchNorm1d(5), torch::nn::Linear(5, 3)};
+  void Backward() {
+    torch::manual_seed(99);
+    torch::Tensor x = torch::randn({8, 6}), y = torch::randint(0, 3, {8});
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+  }
+};
+
+void ExpectOptimizerStateRoundTrips(const OptimizerConfig& oc) {
+  torch::manual_seed(1);
+  Toy a;
+  auto opt_a = MakeOptimizer(*a.model, oc);
+  for (int i = 0; i < 3; ++i) {
+    a.Backward();
+    opt_a->step();
+  }
+  models::SafetensorsFile saved = models::SaveStateDict(*a.model);
+  SaveOptimizerState(*opt_a, *a.model, "optimizer.", &saved);
+  ASSERT_FALSE(saved.tensors.empty());
+
+  torch::manual_seed(2);  // other initial weights: everything must come from the file
+  Toy b;
+  auto opt_b = MakeOptimizer(*b.model, oc);
+  models::SafetensorsFile weights;
+  for (const auto& [name, t] : saved.tensors) {
+    if (name.rfind("optimizer.", 0) != 0) weights.tensors[name] = t;
+  }
+  ASSERT_TRUE(models::LoadStateDict(*b.model, weights).ok());
+  ASSERT_TRUE(LoadOptimizerState(*opt_b, *b.model, "optimizer.", saved).ok());
+  for (int i = 0; i < 2; ++i) {
+    a.Backward();
+    opt_a->step();
+    b.Backward();
+    opt_b->step();
+  }
+  auto pa = a.model->parameters(), pb = b.model->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+}
+
+TEST(OptimizerTest, SgdMomentumStateRestoresByName) {
+  OptimizerConfig oc;
+  oc.lr = 0.1;
+  oc.momentum = 0.9;
+  oc.nesterov = true;
+  ExpectOptimizerStateRoundTrips(oc);
+}
+
+TEST(OptimizerTest, AdamWStateRestoresByName) {
+  OptimizerConfig oc;
+  oc.kind = OptimizerKind::kAdamW;
+  oc.lr = 0.01;
+  oc.weight_decay = 0.1;
+  oc.decay_norm_and_bias = true;
+  ExpectOptimizerStateRoundTrips(oc);
+}
+
+TEST(OptimizerTest, NormAndBiasParametersGetNoWeightDecayByDefault) {
+  Toy toy;
+  OptimizerConfig oc;
+  oc.weight_decay = 0.5;
+  auto opt = MakeOptimizer(*toy.model, oc);
+  ASSERT_EQ(opt->param_groups().size(), 2u);
+  EXPECT_EQ(opt->param_groups()[0].params().size(), 2u);  // the two Linear weights
+  auto& no_decay = static_cast<torch::optim::SGDOptions&>(opt->param_groups()[1].options());
+  EXPECT_EQ(no_decay.weight_decay(), 0);
+  SetLearningRate(*opt, 0.25);
+  for (auto& g : opt->param_groups()) EXPECT_EQ(g.options().get_lr(), 0.25);
+}
+
+TEST(OptimizerTest, BadStateIsRefusedAndLeavesTheOptimizerAlone) {
+  Toy toy;
+  OptimizerConfig oc;
+  auto opt = MakeOptimizer(*toy.model, oc);
+  toy.Backward();
+  opt->step();
+  models::SafetensorsFile saved;
+  SaveOptimizerState(*opt, *toy.model, "optimizer.", &saved);
+  models::SafetensorsFile extra = saved;
+  extra.tensors["optimizer.9.weight.momentum_buffer"] = extra.tensors.begin()->second;
+  auto status = LoadOptimizerState(*opt, *toy.model, "optimizer.", extra);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("belongs to no parameter"), std::string::npos) << status.message();
+  models::SafetensorsFile misshaped = saved;
+  misshaped.tensors["optimizer.0.weight.momentum_buffer"] = saved.tensors.at("optimizer.2.weight.momentum_buffer");
+  EXPECT_FALSE(LoadOptimizerState(*opt, *toy.model, "optimizer.", misshaped).ok());
+  EXPECT_EQ(opt->state().size(), 6u);  // untouched by the failed loads
+}
+
+TEST(GradScalerTest, InfiniteGradientsSkipTheStepAndHalveTheScale) {
+  GradScaler scaler(true, 2.0, 0.5, /*growth_interval=*/3);
+  torch::Tensor w = torch::ones({4}, torch::requires_grad());
+  EXPECT_DOUBLE_EQ(scaler.ScaleLoss(torch::tensor(2.0)).item<double>(), 2.0 * 65536);
+  scaler.ScaleLoss((w * torch::tensor({1.0f, 2.0f, 3.0f, 4.0f})).sum()).backward();
+  EXPECT_TRUE(scaler.Unscale({w}));
+  EXPECT_TRUE(torch::allclose(w.grad(), torch::tensor({1.0f, 2.0f, 3.0f, 4.0f})));
+  scaler.Update(true);
+  EXPECT_EQ(scaler.state().good_steps, 1);
+
+  w.mutable_grad() = torch::tensor({1.0f, std::numeric_limits<float>::infinity(), 0.f, 0.f});
+  EXPECT_FALSE(scaler.Unscale({w}));
+  scaler.Update(false);
+  EXPECT_DOUBLE_EQ(scaler.state().scale, 32768);
+  EXPECT_EQ(scaler.state().good_steps, 0);
+  w.mutable_grad() = torch::tensor({std::nanf(""), 0.f, 0.f, 0.f});
+  EXPECT_FALSE(scaler.Unscale({w}));
+
+  for (int i = 0; i < 3; ++i) scaler.Update(true);
+  EXPECT_DOUBLE_EQ(scaler.state().scale, 65536);  // grown after 3 good steps
+
+  GradScaler off(false);
+  EXPECT_DOUBLE_EQ(off.ScaleLoss(torch::tensor(2.0)).item<double>(), 2.0);
+  w.mutable_grad() = torch::tensor({std::nanf(""), 0.f, 0.f, 0.f});
+  EXPECT_TRUE(off.Unscale({w}));  // disabled: no checks, the trainer watches the loss instead
+}
+
+CheckpointData Checkpoint(int64_t step) {
+  CheckpointData cp;
+  cp.step = step;
+  cp.model.tensors["w"] = models::ToTensorBytes(torch::full({2}, static_cast<float>(step)));
+  cp.state.metadata["trainer"] = "{\"step\": " + std::to_string(step) + "}";
+  cp.config_text = "seed: 1\n";
+  return cp;
+}
+
+TEST(CheckpointStoreTest, SavesLoadsAndKeepsTheNewest) {
+  auto memory = std::make_shared<storage::MemoryStore>("ckpt");
+  CheckpointStore store(memory, "runs/a");
+  auto none = store.LatestStep();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(store.Load().status().code(), StatusCode::kNotFound);
+  for (int64_t step : {10, 20, 30, 40}) ASSERT_TRUE(store.Save(Checkpoint(step), 2).ok());
+  EXPECT_EQ(*store.Steps(), (std::vector<int64_t>{30, 40}));
+  EXPECT_EQ(**store.LatestStep(), 40);
+  auto latest = store.Load();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(latest->step, 40);
+  EXPECT_EQ(latest->config_text, "seed: 1\n");
+  EXPECT_EQ(latest->state.metadata.at("trainer"), "{\"step\": 40}");
+  auto w = models::FromTensorBytes(latest->model.tensors.at("w"), "w");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->index({0}).item<float>(), 40.f);
+  EXPECT_TRUE(store.Load(30).ok());
+  EXPECT_FALSE(store.Load(20).ok());
+  EXPECT_TRUE(memory->Head("runs/a/step-0000000040/config.yaml").ok());
+}
+
+TEST(CheckpointStoreTest, ABrokenPointerOrFolderIsDataLoss) {
+  auto memory = std::make_shared<storage::MemoryStore>("ckpt-broken");
+  CheckpointStore store(memory);
+  ASSERT_TRUE(store.Save(Checkpoint(5), 3).ok());
+  ASSERT_TRUE(memory->Put("latest", "not json").ok());
+  EXPECT_EQ(store.LatestStep().status().code(), StatusCode::kDataLoss);
+  ASSERT_TRUE(memory->Put("latest", "{\"step\": 6}").ok());  // a pointer ahead of its folder
+  EXPECT_EQ(store.Load().status().code(), StatusCode::kDataLoss);
+  ASSERT_TRUE(memory->Put("step-0000000005/state.safetensors", "garbage").ok());
+  EXPECT_FALSE(store.Load(5).ok());
+}
+
+}  // namespace
+}  // namespace reel::train

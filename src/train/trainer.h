@@ -1,0 +1,76 @@
+// One process training a video classifier end to end, and evaluating it.
+//
+// RunTraining: builds the model (seeded), the optimiser and the loader from the config; trains
+// for epochs or max_steps with warmup + cosine learning rates, gradient accumulation, clipping,
+// label smoothing and (on CUDA) mixed precision; writes one JSON line per `log_every` steps to
+// <run_dir>/metrics.jsonl ({"step", "epoch", "loss", "lr", "clips_per_s", "input_wait_s",
+// "input_wait_share", ...}) with a progress bar on a terminal; evaluates the validation split
+// every `eval_every_epochs` epochs and at the end (<run_dir>/eval.json); checkpoints every
+// `checkpoint.every_steps` steps and at the end.
+//
+// Resuming (`resume`): continues from the latest checkpoint (model, optimiser, loss scaler, RNG,
+// loader position, step), so that with the same thread count the losses after resuming equal an
+// uninterrupted run's. Without `resume`, existing checkpoints at the URI are an error
+// (FailedPrecondition) rather than being overwritten.
+//
+// Errors: InvalidArgument (config against the dataset: class count, too few samples for a
+// batch, unavailable device), FailedPrecondition (checkpoints exist and resume is off; a
+// checkpoint from another model), the loader's and the stores', Internal for non-finite losses
+// without a loss scaler (the run diverged; the message says at which step).
+// Thread-safety: one call per process at a time (LibTorch's thread count and RNG are global).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "train/metrics.h"
+#include "train/train_config.h"
+
+namespace reel::train {
+
+struct StepMetrics {
+  int64_t step = 0;          // optimiser steps done
+  int64_t epoch = 0;
+  double loss = 0;           // mean over the logging window
+  double lr = 0;
+  double clips_per_s = 0;
+  double input_wait_s = 0;   // loader wait within the window
+  double input_wait_share = 0;
+  double grad_norm = 0;      // before clipping (0 when clipping is off)
+  int64_t skipped_steps = 0; // fp16 steps skipped for inf/NaN gradients, in total
+};
+
+struct TrainOptions {
+  bool resume = false;
+  // Stop after this many optimiser steps in this process (the run stays resumable), e.g. to
+  // simulate a job that is preempted. <= 0: run to the end.
+  int64_t stop_after_steps = 0;
+  bool progress = true;
+  std::function<void(const StepMetrics&)> on_log;  // called for every metrics line
+};
+
+struct TrainResult {
+  int64_t steps = 0;          // optimiser steps done in total
+  int64_t resumed_from = -1;  // step of the checkpoint resumed from, -1 when started fresh
+  int64_t samples = 0;        // training samples seen in total
+  double seconds = 0;
+  bool finished = false;      // reached the run's end (not stopped early)
+  std::optional<EvalReport> eval;  // the final evaluation, when finished
+};
+
+Result<TrainResult> RunTraining(const TrainConfig& config, const TrainOptions& options = {});
+
+struct EvalOptions {
+  std::string checkpoint_uri;       // "" = the config's checkpoint URI
+  std::optional<int64_t> step;      // a checkpoint step; latest when empty
+  std::string split;                // "" = the config's val_split
+  int eval_clips = 0;               // 0 = the config's
+};
+
+// Evaluates a checkpoint on a split. NotFound when there is no checkpoint.
+Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& options = {});
+
+}  // namespace reel::train
