@@ -41,7 +41,7 @@ Result<train::TrainConfig> LoadConfig(const std::string& path, const std::vector
   return train::ParseTrainConfigText(merged, path + " (with --set)");
 }
 
-void PrintReport(const train::EvalReport& r, const std::vector<std::string>& class_names, bool json) {
+void PrintReport(const train::EvalReport& r, bool json) {
   if (json) {
     std::printf("%s\n", r.ToJson().c_str());
     return;
@@ -49,7 +49,7 @@ void PrintReport(const train::EvalReport& r, const std::vector<std::string>& cla
   std::printf("clips %lld  top-1 %.4f  top-5 %.4f  videos %lld  video top-1 %.4f\n",
               static_cast<long long>(r.clips), r.top1, r.top5, static_cast<long long>(r.videos), r.video_top1);
   for (size_t c = 0; c < r.per_class.size(); ++c) {
-    std::string name = c < class_names.size() ? class_names[c] : "class " + std::to_string(c);
+    std::string name = c < r.class_names.size() ? r.class_names[c] : "class " + std::to_string(c);
     std::printf("  %-24s %.4f (%lld clips)\n", name.c_str(), r.per_class[c],
                 static_cast<long long>(r.per_class_count[c]));
   }
@@ -83,7 +83,7 @@ int RunTrainCommand(const TrainFlags& flags) {
               config->run_dir.c_str(), config->checkpoint_uri.c_str());
   if (result->eval) {
     std::printf("validation (%s): ", config->data.val_split.c_str());
-    PrintReport(*result->eval, {}, false);
+    PrintReport(*result->eval, false);
   } else {
     std::printf("stopped before the end; continue with --resume\n");
   }
@@ -106,7 +106,7 @@ int RunEvalCommand(const EvalFlags& flags) {
     std::fprintf(stderr, "reel eval: %s\n", report.status().ToString().c_str());
     return ExitCodeFor(report.status());
   }
-  PrintReport(*report, {}, flags.json);
+  PrintReport(*report, flags.json);
   return 0;
 }
 

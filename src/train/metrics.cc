@@ -64,7 +64,8 @@ std::string EvalReport::ToJson() const {
                         {"video_top1", video_top1},
                         {"per_class", per_class},
                         {"per_class_count", per_class_count},
-                        {"confusion", confusion}}
+                        {"confusion", confusion},
+                        {"class_names", class_names}}
       .dump();
 }
 

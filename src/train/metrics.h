@@ -20,6 +20,7 @@ struct EvalReport {
   std::vector<double> per_class;         // clip-level top-1 per class (NaN-free: 0 when absent)
   std::vector<int64_t> per_class_count;
   std::vector<std::vector<int64_t>> confusion;  // [true][predicted], clip level
+  std::vector<std::string> class_names;  // by label index, when the caller knows them
 
   std::string ToJson() const;
 };

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include "models/state_dict.h"
@@ -9,7 +11,23 @@
 namespace reel::train {
 namespace {
 
-std::string StateKey(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// LibTorch keys optimiser state by the parameter's TensorImpl: as its address printed in 1.x,
+// as the pointer itself in later releases.
+using StateMap = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>;
+using StateKeyType = typename StateMap::key_type;
+
+template <typename Key>
+Key StateKeyOf(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << p.unsafeGetTensorImpl();
+    return address.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+StateKeyType StateKey(const torch::Tensor& p) { return StateKeyOf<StateKeyType>(p); }
 
 std::unordered_map<const void*, std::string> ParameterNames(const torch::nn::Module& model) {
   std::unordered_map<const void*, std::string> names;
@@ -88,7 +106,7 @@ Status LoadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::M
     return like.defined() ? t.to(like.device()) : t;
   };
   // Build the whole new state first so that a bad file leaves the optimiser untouched.
-  std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> fresh;
+  std::vector<std::pair<StateKeyType, std::unique_ptr<torch::optim::OptimizerParamState>>> fresh;
   for (const auto& group : optimizer.param_groups()) {
     for (const auto& p : group.params()) {
       const std::string base = prefix + names.at(p.unsafeGetTensorImpl()) + ".";

@@ -126,7 +126,9 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
     }
   }
   if (was_training) module.train();
-  return evaluator.Report();
+  EvalReport report = evaluator.Report();
+  report.class_names = loader->class_names();
+  return report;
 }
 
 Status SetRngState(const torch::Device& device, const models::SafetensorsFile& state, const std::string& name) {
