@@ -15,7 +15,7 @@ ninja -C build reel
 REEL=./build/apps/reel/reel
 DATA=${REEL_DATA:-./reel-data}
 $REEL smoke --store "$DATA/smoke" --cache-dir "$DATA/cache"
-[ -f "$DATA/raw/testlist01.txt" ] || $REEL datagen --out "$DATA/raw" --per-class 20
+[ -f "$DATA/raw/testlist01.txt" ] || $REEL datagen --out "$DATA/raw" --per-class 40
 $REEL ingest "$DATA/raw" "$DATA/datasets/synthetic" --clip-frames 16 --short-side 112
 echo "dataset: $DATA/datasets/synthetic/manifest.json"
 SET=(--set "data.dataset=$DATA/datasets/synthetic" "run_dir=$DATA/runs/synthetic")

@@ -3,14 +3,7 @@
 # Usage: cli_test.sh PATH_TO_REEL
 set -u
 REEL=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-passes=0
-failures=0
-check() {  # check DESCRIPTION COMMAND... : the command must succeed
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; failures=$((failures + 1)); fi
-}
+source "$(dirname "$0")/check_lib.sh"
 
 head -c 3000000 /dev/urandom > "$WORK/input.bin"
 
@@ -51,5 +44,4 @@ check "smoke cleaned up" bash -c "! find '$WORK/reel-data/smoke' -type f | grep 
 "$REEL" --log-level loud storage ls "$WORK" 2> "$WORK/err"; code=$?
 check "bad log level refused" test "$code" -ne 0
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

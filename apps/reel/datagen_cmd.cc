@@ -16,6 +16,7 @@ namespace {
 struct DatagenCliOptions {
   std::string out;
   std::string size;  // "WxH"; overrides --width/--height
+  std::string polarity = "bright-on-dark";
   int threads = 0;
   bool quiet = false;
   datagen::DatagenOptions gen;
@@ -34,6 +35,9 @@ Status ParseSize(const std::string& text, int* width, int* height) {
 
 Status RunDatagen(DatagenCliOptions& o) {
   if (!o.size.empty()) REEL_RETURN_IF_ERROR(ParseSize(o.size, &o.gen.width, &o.gen.height));
+  auto polarity = datagen::PolarityFromName(o.polarity);
+  if (!polarity) return InvalidArgumentError("--polarity '" + o.polarity + "': expected bright-on-dark or any");
+  o.gen.polarity = *polarity;
   o.gen.show_progress = !o.quiet;
   REEL_RETURN_IF_ERROR(datagen::ValidateOptions(o.gen));
   REEL_ASSIGN_OR_RETURN(auto store, storage::OpenStore(o.out));
@@ -88,6 +92,9 @@ void RegisterDatagen(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--noise", g.noise, "per-frame noise amplitude, levels")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  cmd->add_option("--polarity", options.polarity,
+                  "bright-on-dark (shape brighter than background in every channel) or any (harder)")
+      ->capture_default_str();
   cmd->add_option("--crf", g.crf, "H.264 quality, 0 (lossless) .. 51")
       ->check(CLI::Range(0, 51))->capture_default_str();
   cmd->add_option("--gop", g.gop, "keyframe interval in frames (0: libx264's default)")

@@ -4,14 +4,7 @@
 # Usage: ingest_cli_test.sh PATH_TO_REEL
 set -u
 REEL=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-passes=0
-failures=0
-check() {
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; failures=$((failures + 1)); fi
-}
+source "$(dirname "$0")/check_lib.sh"
 
 check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 6 --width 64 --height 64 --seed 7 --threads 2
 check "datagen wrote UCF101 split lists" test -s "$WORK/raw/trainlist01.txt" -a -s "$WORK/raw/classInd.txt"
@@ -72,5 +65,4 @@ check "refusal explains --overwrite" grep -q -- "--overwrite" "$WORK/err"
 "$REEL" ingest "$WORK/raw" "$WORK/x" --mode pictures > /dev/null 2> "$WORK/err"; code=$?
 check "bad mode exits 3" test "$code" -eq 3
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -5,14 +5,7 @@
 # Usage: train_cli_test.sh PATH_TO_REEL
 set -u
 REEL=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-passes=0
-failures=0
-check() {
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; passes=$((passes + 1)); else echo "FAIL $what"; failures=$((failures + 1)); fi
-}
+source "$(dirname "$0")/check_lib.sh"
 
 check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
   --max-frames 16 --seed 5 --threads 2 --quiet
@@ -92,5 +85,4 @@ check "a missing config exits 2" test $? -eq 2
 "$REEL" eval --config "$WORK/killed.yaml" --set checkpoint.uri="$WORK/none" > "$WORK/none.out" 2>&1
 check "eval without checkpoints exits 2" test $? -eq 2
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

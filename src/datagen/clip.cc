@@ -30,6 +30,9 @@ constexpr double kMaxGrowth = 0.035;
 // A shape colour at least this far (Euclidean RGB) from every colour of its background texture
 // (except, rarely, when no random colour is: then the farthest corner of the RGB cube).
 constexpr double kMinContrast = 110;
+// Channel bounds of Polarity::kBrightOnDark.
+constexpr int kDarkMax = 120;
+constexpr int kBrightMin = 150;
 
 struct MotionInfo {
   Motion motion;
@@ -99,6 +102,16 @@ std::optional<Motion> MotionFromName(std::string_view name) {
   for (const auto& info : kMotions) {
     if (info.name == name) return info.motion;
   }
+  return std::nullopt;
+}
+
+std::string_view PolarityName(Polarity polarity) {
+  return polarity == Polarity::kBrightOnDark ? "bright-on-dark" : "any";
+}
+
+std::optional<Polarity> PolarityFromName(std::string_view name) {
+  if (name == "bright-on-dark") return Polarity::kBrightOnDark;
+  if (name == "any") return Polarity::kAny;
   return std::nullopt;
 }
 
@@ -210,13 +223,21 @@ ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOption
   spec.shape_param = spec.shape == ShapeKind::kStar      ? 0.38 + 0.17 * param_u
                      : spec.shape == ShapeKind::kEllipse ? 0.45 + 0.25 * param_u
                                                          : 0.0;
-  for (int c = 0; c < 3; ++c) spec.background[0][c] = static_cast<uint8_t>(rng.UniformInt(256));
+  // Bright-on-dark keeps the background's channels at or below kDarkMax and the shape's at or
+  // above kBrightMin (see datagen.h for why).
+  const bool bright_on_dark = options.polarity == Polarity::kBrightOnDark;
+  const int background_levels = bright_on_dark ? kDarkMax + 1 : 256;
+  for (int c = 0; c < 3; ++c) spec.background[0][c] = static_cast<uint8_t>(rng.UniformInt(background_levels));
   for (int c = 0; c < 3; ++c) {
     spec.background[1][c] = ClampByte(spec.background[0][c] + rng.Uniform(-120, 120));
+    if (bright_on_dark) spec.background[1][c] = std::min<uint8_t>(spec.background[1][c], kDarkMax);
   }
   bool found = false;
   for (int attempt = 0; attempt < 64 && !found; ++attempt) {
-    for (int c = 0; c < 3; ++c) spec.color[c] = static_cast<uint8_t>(rng.UniformInt(256));
+    for (int c = 0; c < 3; ++c) {
+      spec.color[c] = static_cast<uint8_t>(bright_on_dark ? kBrightMin + rng.UniformInt(256 - kBrightMin)
+                                                          : rng.UniformInt(256));
+    }
     found = DistanceToSegment(spec.color, spec.background[0], spec.background[1]) >= kMinContrast;
   }
   if (!found) {  // rare: take the corner of the RGB cube farthest from the background

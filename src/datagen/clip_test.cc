@@ -166,6 +166,32 @@ TEST(ClipTest, SpecInvariants) {
   EXPECT_GE(min_contrast, 100.0);
 }
 
+TEST(ClipTest, PolarityBrightOnDarkByDefaultAnyOnRequest) {
+  DatagenOptions o;
+  EXPECT_EQ(o.polarity, Polarity::kBrightOnDark);
+  int dark_shapes_with_any = 0, bright_backgrounds_with_any = 0;
+  for (Motion m : AllMotions()) {
+    for (int k = 0; k < 40; ++k) {
+      o.polarity = Polarity::kBrightOnDark;
+      const ClipSpec s = SampleClip(5, m, k, o);
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_GE(s.color[c], 150) << MotionName(m) << " " << k;
+        ASSERT_LE(s.background[0][c], 120);
+        ASSERT_LE(s.background[1][c], 120);
+      }
+      o.polarity = Polarity::kAny;
+      const ClipSpec a = SampleClip(5, m, k, o);
+      dark_shapes_with_any += *std::min_element(a.color, a.color + 3) < 150;
+      bright_backgrounds_with_any += *std::max_element(a.background[0], a.background[0] + 3) > 120;
+    }
+  }
+  EXPECT_GT(dark_shapes_with_any, 100);
+  EXPECT_GT(bright_backgrounds_with_any, 100);
+  EXPECT_EQ(PolarityFromName("any"), Polarity::kAny);
+  EXPECT_EQ(PolarityFromName(PolarityName(Polarity::kBrightOnDark)), Polarity::kBrightOnDark);
+  EXPECT_FALSE(PolarityFromName("dark").has_value());
+}
+
 struct Moments {
   double area = 0, cx = 0, cy = 0;
 };
