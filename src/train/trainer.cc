@@ -105,7 +105,7 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
   while (true) {
     REEL_ASSIGN_OR_RETURN(auto batch, loader->Next());
     if (!batch) break;
-    std::vector<std::string> keys = batch->keys;
+    std::vector<std::string> keys = std::move(batch->keys);  // ToTensors needs only pixels and labels
     std::vector<int> labels = batch->labels;
     loader::TensorBatch tensors = loader::ToTensors(std::move(*batch));
     torch::Tensor logits;
