@@ -21,6 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   # parity tests export models from torchvision
   python3-torch python3-torchvision
+  # distributed training: Gloo headers for c10d, ip(8) for the two-namespace test
+  libgloo-dev iproute2
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
 )

@@ -1,0 +1,114 @@
+// A process group for one rank of a data-parallel job: rendezvous on c10d's TCPStore, a
+// connectivity check, then Gloo collectives (NCCL for CUDA tensors when Reel is built against a
+// LibTorch with CUDA), with a watchdog that turns a silent peer into an error naming it.
+//
+// Rendezvous: rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT, or (WorldInfo::agent_store)
+// the launcher does and every rank is a client. Keys live under "reel/gen<generation>/" so a
+// restarted job never reads a previous attempt's keys.
+// Connectivity check: every rank listens on the address its collectives bind to (the named
+// interface's, 127.0.0.1 on a single node, else the hostname's), publishes it, and connects to
+// every other rank's; a failure names the rank and address.
+// Watchdog: every rank publishes a heartbeat (a counter and the collectives it issued) to the
+// store once per heartbeat interval from its own thread. A collective that fails or exceeds
+// `timeout` is reported by reading the heartbeats: ranks whose counter stopped are "not
+// answering"; ranks that issued fewer collectives are "behind", with the collective they last
+// issued. The report is logged and returned as the error.
+//
+// Errors: Connect: InvalidArgument (options, a backend not built in), Unavailable (rendezvous
+// not reached, a rank missing, a peer unreachable). Collectives: Unavailable with the watchdog's
+// report (a peer died, hung or timed out), InvalidArgument (a dtype the backend cannot reduce).
+// Thread-safety: StartAllReduce and Wait may be called from different threads (the reducer
+// starts all-reduces from autograd hooks); collectives must be issued in the same order on
+// every rank.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+
+#include "base/status.h"
+#include "dist/world.h"
+
+namespace reel::dist {
+
+// LibTorch 2 split process groups into a dispatcher and per-device backends; Gloo and NCCL are
+// backends there and process groups in 1.x. Both expose the same collectives.
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{60000};           // a collective slower than this fails
+  std::chrono::milliseconds connect_timeout{300000};  // for every rank to join the rendezvous
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::string interface_name;  // "" = GLOO_SOCKET_IFNAME, else see the rule above
+  bool cuda = false;           // tensors live on CUDA: NCCL
+};
+
+// One all-reduce in flight.
+struct PendingCollective {
+  c10::intrusive_ptr<c10d::Work> work;
+  int64_t seq = 0;
+  std::string what;
+};
+
+class Comm {
+ public:
+  static Result<std::unique_ptr<Comm>> Connect(const WorldInfo& world, const CommOptions& options);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return world_.rank; }
+  int world_size() const { return world_.world_size; }
+  const WorldInfo& world() const { return world_; }
+  std::string backend() const { return backend_; }
+
+  // Starts a sum all-reduce of `tensor` in place; `what` names it in watchdog reports.
+  Result<PendingCollective> StartAllReduce(at::Tensor tensor, std::string what);
+  // Waits for it (the watchdog's timeout applies inside the backend).
+  Status Wait(PendingCollective& pending);
+  Status AllReduce(at::Tensor tensor, std::string what);
+  // Copies root's tensors to every rank (one flat buffer per dtype and device).
+  Status Broadcast(const std::vector<at::Tensor>& tensors, int root, std::string what);
+  // Every rank waits here; `timeout` (0 = the watchdog's) for phases where rank 0 works alone
+  // (evaluation, checkpoints) while the others wait.
+  Status Barrier(std::string what, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  // The watchdog's report on why a collective failed (reads every rank's heartbeat; takes about
+  // three heartbeat intervals).
+  std::string DiagnoseFailure(int64_t seq, const std::string& what, const std::string& error);
+
+ private:
+  Comm(WorldInfo world, CommOptions options);
+  Status Rendezvous();
+  void HeartbeatLoop();
+  int64_t Issue(const std::string& what);
+  Status Failed(int64_t seq, const std::string& what, const std::exception& e);
+
+  WorldInfo world_;
+  CommOptions options_;
+  std::string backend_;
+  std::string bind_address_;
+  c10::intrusive_ptr<c10d::Store> store_;            // prefixed by generation
+  c10::intrusive_ptr<c10d::Store> heartbeat_store_;  // its own connection
+  c10::intrusive_ptr<CollectiveGroup> group_;
+  std::atomic<int64_t> issued_{0};
+  std::mutex last_mutex_;
+  std::string last_what_;
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_;
+};
+
+}  // namespace reel::dist
