@@ -1,13 +1,22 @@
 // reel train --config train.yaml [--resume] [--set key=value ...]
+//            [--nproc N [--nnodes M --node-rank K --master-addr HOST --master-port P] [--max-restarts R]]
 // reel eval  --config train.yaml [--checkpoint URI] [--step N] [--split NAME] [--clips N]
 // One process trains a video classifier from a validated YAML config (src/train/train_config.h)
 // and evaluates checkpoints. Metrics go to <run_dir>/metrics.jsonl; the final report to stdout.
+// With --nproc/--nnodes, this process becomes the elastic launcher (dist/launcher.h) of N worker
+// processes, each `reel train` again with the launcher's variables; under torchrun, srun or
+// Kubeflow (RANK/WORLD_SIZE or SLURM_PROCID set) it is one worker of their job.
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "apps/reel/commands.h"
+#include "dist/launcher.h"
+#include "dist/world.h"
 #include "train/trainer.h"
 
 namespace reel::cli {
@@ -20,6 +29,14 @@ struct TrainFlags {
   int64_t stop_after = 0;
   bool quiet = false;
   bool json = false;
+  // Launcher.
+  int nproc = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  int max_restarts = 0;
+  std::string iface;
 };
 
 struct EvalFlags {
@@ -55,8 +72,53 @@ void PrintReport(const train::EvalReport& r, bool json) {
   }
 }
 
+// Runs this command again as N workers under the elastic launcher.
+int RunLauncherCommand(const TrainFlags& flags) {
+  char self[PATH_MAX] = {0};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) {
+    std::fprintf(stderr, "reel train: cannot find this program's path to start workers\n");
+    return 1;
+  }
+  dist::LaunchOptions o;
+  o.nproc = flags.nproc;
+  o.nnodes = flags.nnodes;
+  o.node_rank = flags.node_rank;
+  o.master_addr = flags.master_addr;
+  o.master_port = flags.master_port;
+  o.max_restarts = flags.max_restarts;
+  o.worker_argv = {self, "train", "--config", flags.config};
+  for (const auto& s : flags.overrides) o.worker_argv.insert(o.worker_argv.end(), {"--set", s});
+  if (!flags.iface.empty()) o.worker_argv.insert(o.worker_argv.end(), {"--set", "dist.iface=" + flags.iface});
+  if (flags.resume) o.worker_argv.push_back("--resume");
+  if (flags.stop_after > 0) o.worker_argv.insert(o.worker_argv.end(), {"--stop-after", std::to_string(flags.stop_after)});
+  if (flags.quiet) o.worker_argv.push_back("--quiet");
+  if (flags.json) o.worker_argv.push_back("--json");
+  if (!flags.resume) o.restart_args = {"--resume"};
+  auto result = dist::RunLauncher(o);
+  if (!result.ok()) {
+    std::fprintf(stderr, "reel train: %s\n", result.status().ToString().c_str());
+    return ExitCodeFor(result.status());
+  }
+  if (result->exit_code != 0) {
+    std::fprintf(stderr, "reel train: the job failed after %d restart%s: %s\n", result->restarts,
+                 result->restarts == 1 ? "" : "s", result->failure.c_str());
+  } else if (result->restarts > 0) {
+    std::fprintf(stderr, "reel train: the job finished after %d restart%s (the last failure: %s)\n",
+                 result->restarts, result->restarts == 1 ? "" : "s", result->failure.c_str());
+  }
+  return result->exit_code;
+}
+
 int RunTrainCommand(const TrainFlags& flags) {
-  auto config = LoadConfig(flags.config, flags.overrides);
+  if (flags.nproc > 1 || flags.nnodes > 1 || flags.max_restarts > 0) return RunLauncherCommand(flags);
+  auto world = dist::WorldFromEnvironment();
+  if (!world.ok()) {
+    std::fprintf(stderr, "reel train: %s\n", world.status().message().c_str());
+    return ExitCodeFor(world.status());
+  }
+  std::vector<std::string> overrides = flags.overrides;
+  if (!flags.iface.empty()) overrides.push_back("dist.iface=" + flags.iface);
+  auto config = LoadConfig(flags.config, overrides);
   if (!config.ok()) {
     std::fprintf(stderr, "reel train: %s\n", config.status().message().c_str());
     return ExitCodeFor(config.status());
@@ -65,11 +127,15 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.resume = flags.resume;
   options.stop_after_steps = flags.stop_after;
   options.progress = !flags.quiet;
+  options.world = *world;
   auto result = train::RunTraining(*config, options);
   if (!result.ok()) {
-    std::fprintf(stderr, "reel train: %s\n", result.status().ToString().c_str());
+    std::fprintf(stderr, "reel train%s: %s\n",
+                 world->distributed() ? (" (rank " + std::to_string(world->rank) + ")").c_str() : "",
+                 result.status().ToString().c_str());
     return ExitCodeFor(result.status());
   }
+  if (world->rank != 0) return 0;  // rank 0 reports for the job
   if (flags.json) {
     std::printf("{\"steps\": %lld, \"samples\": %lld, \"seconds\": %.3f, \"finished\": %s, \"resumed_from\": %lld%s%s}\n",
                 static_cast<long long>(result->steps), static_cast<long long>(result->samples), result->seconds,
@@ -123,6 +189,18 @@ void RegisterTrain(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--quiet", train_flags.quiet, "no progress bar");
   train->add_flag("--json", train_flags.json, "print the result as JSON");
+  train->add_option("--nproc", train_flags.nproc, "worker processes on this node (data parallel)")
+      ->check(CLI::Range(1, 1024));
+  train->add_option("--nnodes", train_flags.nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
+  train->add_option("--node-rank", train_flags.node_rank, "this node's rank (0 hosts the rendezvous)")
+      ->check(CLI::Range(0, 65535));
+  train->add_option("--master-addr", train_flags.master_addr, "node 0's address (default 127.0.0.1)");
+  train->add_option("--master-port", train_flags.master_port, "rendezvous port (default: a free one, one node only)")
+      ->check(CLI::Range(0, 65535));
+  train->add_option("--max-restarts", train_flags.max_restarts,
+                    "restart all workers from the latest checkpoint up to this many times when one fails")
+      ->check(CLI::Range(0, 1000));
+  train->add_option("--iface", train_flags.iface, "network interface for collectives (sets dist.iface)");
   train->callback([exit_code] { *exit_code = RunTrainCommand(train_flags); });
 
   static EvalFlags eval_flags;

@@ -202,7 +202,7 @@ std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const st
   auto read_all = [&](std::map<int, Heartbeat>* out) {
     for (int r = 0; r < world_.world_size; ++r) {
       const std::string key = "heartbeat/" + std::to_string(r);
-      if (heartbeat_store_->check({key})) (*out)[r] = ParseHeartbeat(Text(heartbeat_store_->get(key)));
+      if (store_->check({key})) (*out)[r] = ParseHeartbeat(Text(store_->get(key)));
     }
   };
   std::map<int, Heartbeat> before, after;
@@ -223,10 +223,15 @@ std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const st
     if (a == after.end()) {
       findings.push_back("rank " + std::to_string(r) + " never sent a heartbeat");
     } else if (b != before.end() && b->second.beats == a->second.beats) {
-      findings.push_back("rank " + std::to_string(r) + " is not answering (no heartbeat for " +
-                         std::to_string(options_.heartbeat_interval.count() * 3 / 1000.0).substr(0, 4) +
-                         " s; it died or hangs) after issuing collective #" + std::to_string(a->second.issued) +
-                         " (" + a->second.last + ")");
+      char silent[32];
+      std::snprintf(silent, sizeof(silent), "%.1f", options_.heartbeat_interval.count() * 3 / 1000.0);
+      std::string finding = "rank " + std::to_string(r) + " is not answering: no heartbeat for " + silent +
+                            " s (it died, hangs or is stopped)";
+      if (a->second.issued > 0) {
+        finding += "; its last heartbeat had it at collective #" + std::to_string(a->second.issued) + " (" +
+                   a->second.last + ")";
+      }
+      findings.push_back(finding);
     } else if (a->second.issued < seq) {
       findings.push_back("rank " + std::to_string(r) + " is alive but behind: it issued only collective #" +
                          std::to_string(a->second.issued) + " (" + a->second.last + ")");
@@ -304,6 +309,44 @@ Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, std::st
     }
   }
   return Status::Ok();
+}
+
+Status Comm::FollowLeader(std::string what, std::chrono::milliseconds patience) {
+  const int64_t seq = Issue(what);
+  const std::string key = "leader-done/" + std::to_string(seq);
+  try {
+    if (world_.rank == 0) {
+      store_->set(key, Bytes("1"));
+      return Status::Ok();
+    }
+    // Wait in slices, checking that rank 0 still sends heartbeats: a dead or stopped rank 0 is
+    // reported within a few heartbeats, a busy one is waited for up to `patience`.
+    const auto deadline = Clock::now() + patience;
+    const std::string leader = "heartbeat/0";
+    int64_t last_beat = -1;
+    auto last_change = Clock::now();
+    while (true) {
+      try {
+        store_->wait({key}, options_.heartbeat_interval);
+        return Status::Ok();
+      } catch (const c10::Error&) {
+        // Not yet.
+      }
+      const int64_t beat = store_->check({leader}) ? ParseHeartbeat(Text(store_->get(leader))).beats : -1;
+      if (beat != last_beat) {
+        last_beat = beat;
+        last_change = Clock::now();
+      }
+      const bool silent = Clock::now() - last_change > options_.heartbeat_interval * 3;
+      if (silent || Clock::now() > deadline) {
+        std::runtime_error e(silent ? "rank 0 stopped sending heartbeats while this rank waited for it"
+                                    : "rank 0 did not finish within " + std::to_string(patience.count() / 1000) + " s");
+        return Failed(seq, what, e);
+      }
+    }
+  } catch (const std::exception& e) {
+    return Failed(seq, what, e);
+  }
 }
 
 Status Comm::Barrier(std::string what, std::chrono::milliseconds timeout) {

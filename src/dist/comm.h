@@ -86,6 +86,11 @@ class Comm {
   // (evaluation, checkpoints) while the others wait.
   Status Barrier(std::string what, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+  // Rank 0 works alone (a checkpoint, an evaluation) while the others wait here for it, up to
+  // `patience`, which may exceed the watchdog's timeout; a rank 0 that stops sending heartbeats
+  // fails the wait within three heartbeat intervals. Goes through the store, not the backend.
+  Status FollowLeader(std::string what, std::chrono::milliseconds patience);
+
   // The watchdog's report on why a collective failed (reads every rank's heartbeat; takes about
   // three heartbeat intervals).
   std::string DiagnoseFailure(int64_t seq, const std::string& what, const std::string& error);

@@ -147,12 +147,29 @@ Status ParseTrain(const ConfigNode& node, TrainConfig* c) {
   return Status::Ok();
 }
 
+Status ParseDist(const ConfigNode& node, DistConfig* d) {
+  REEL_RETURN_IF_ERROR(node.CheckKeys({"bucket_cap_mb", "first_bucket_mb", "compression", "broadcast_buffers",
+                                       "timeout_s", "connect_timeout_s", "iface"}));
+  REEL_RETURN_IF_ERROR(ReadDouble(node, "bucket_cap_mb", 0.001, 4096, &d->bucket_cap_mb));
+  REEL_RETURN_IF_ERROR(ReadDouble(node, "first_bucket_mb", 0.001, 4096, &d->first_bucket_mb));
+  REEL_RETURN_IF_ERROR(ReadString(node, "compression", &d->compression));
+  if (d->compression != "none" && d->compression != "fp16" && d->compression != "bf16") {
+    return node.Child("compression").value().Error("unknown gradient compression '" + d->compression +
+                                                   "' (expected none, fp16 or bf16)");
+  }
+  REEL_RETURN_IF_ERROR(ReadBool(node, "broadcast_buffers", &d->broadcast_buffers));
+  REEL_RETURN_IF_ERROR(ReadDouble(node, "timeout_s", 0.1, 86400, &d->timeout_s));
+  REEL_RETURN_IF_ERROR(ReadDouble(node, "connect_timeout_s", 0.1, 86400, &d->connect_timeout_s));
+  REEL_RETURN_IF_ERROR(ReadString(node, "iface", &d->iface));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (!root.IsMap()) return root.Error("a training config is a map of sections");
   REEL_RETURN_IF_ERROR(root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data", "optimizer",
-                                       "schedule", "train", "checkpoint"}));
+                                       "schedule", "train", "checkpoint", "dist"}));
   TrainConfig c;
   REEL_RETURN_IF_ERROR(ReadString(root, "run_dir", &c.run_dir));
   if (c.run_dir.empty()) return root.Child("run_dir").value().Error("must not be empty");
@@ -199,6 +216,9 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
     REEL_RETURN_IF_ERROR(ReadInt(*checkpoint, "keep", 1, 1000000, &c.checkpoint_keep));
   }
   if (c.checkpoint_uri.empty()) c.checkpoint_uri = c.run_dir + "/checkpoints";
+
+  REEL_ASSIGN_OR_RETURN(auto dist, Section(root, "dist"));
+  if (dist) REEL_RETURN_IF_ERROR(ParseDist(*dist, &c.dist));
   return c;
 }
 

@@ -43,6 +43,17 @@
 //     uri: ""                     # any store URI; "" = <run_dir>/checkpoints
 //     every_steps: 100            # 0: only at the end
 //     keep: 3                     # newest checkpoints kept
+//   dist:                         # data-parallel training (reel train --nproc, torchrun, srun)
+//     bucket_cap_mb: 25           # gradient bucket size
+//     first_bucket_mb: 1          # the first bucket, small so communication starts early
+//     compression: none           # none, fp16, bf16: gradients on the wire
+//     broadcast_buffers: true     # rank 0's buffers (batch-norm statistics) before each forward
+//     timeout_s: 60               # watchdog: a collective slower than this fails naming the rank
+//     connect_timeout_s: 300      # for every rank to join
+//     iface: ""                   # network interface for collectives ("" = see dist/comm.h)
+//
+// data.batch_size is per process, as in PyTorch DDP: a step sees batch_size x grad_accum x
+// world size clips.
 //
 // Errors: InvalidArgument naming file:line:col and the key; NotFound for a missing config file.
 // Thread-safety: plain values.
@@ -88,6 +99,16 @@ struct DataConfig {
   int eval_clips = 1;
 };
 
+struct DistConfig {
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  std::string compression = "none";
+  bool broadcast_buffers = true;
+  double timeout_s = 60;
+  double connect_timeout_s = 300;
+  std::string iface;
+};
+
 struct TrainConfig {
   std::string source_text;  // the YAML as read, saved into every checkpoint
   std::string run_dir = "runs/default";
@@ -111,6 +132,7 @@ struct TrainConfig {
   std::string checkpoint_uri;  // resolved: never "" after parsing
   int64_t checkpoint_every_steps = 100;
   int checkpoint_keep = 3;
+  DistConfig dist;
 
   // Loader options for the training split, for `rank` of `world_size`.
   loader::LoaderOptions TrainLoaderOptions(int world_size = 1, int rank = 0) const;

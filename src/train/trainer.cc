@@ -12,6 +12,8 @@
 
 #include "base/logging.h"
 #include "base/progress.h"
+#include "dist/comm.h"
+#include "dist/reducer.h"
 #include "loader/loader.h"
 #include "loader/torch_batch.h"
 #include "models/model_zoo.h"
@@ -30,9 +32,12 @@ using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 // The device the config asks for. InvalidArgument when it asks for CUDA that is not there.
-Result<torch::Device> ResolveDevice(const std::string& name) {
+// In a data-parallel job on CUDA, "auto" and "cuda" mean the GPU of this process's local rank.
+Result<torch::Device> ResolveDevice(const std::string& name, int local_rank = 0) {
   const bool cuda = torch::cuda::is_available();
-  if (name == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  const int local_gpu = cuda ? local_rank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())) : 0;
+  if (name == "auto") return cuda ? torch::Device(torch::kCUDA, local_gpu) : torch::Device(torch::kCPU);
+  if (name == "cuda" && cuda) return torch::Device(torch::kCUDA, local_gpu);
   if (name == "cpu") return torch::Device(torch::kCPU);
   if (!cuda) {
     return InvalidArgumentError("device '" + name +
@@ -165,6 +170,10 @@ class Run {
   Status EvaluateAndReport(bool final_eval);
   Result<loader::Batch> NextBatch();
   void WriteLine(const nlohmann::json& line);
+  bool leader() const { return o_.world.rank == 0; }
+  Status ConnectWorld();
+  Status WaitForLeader(const std::string& what);
+  Result<int64_t> AgreeOnResumeStep();
 
   const TrainConfig& c_;
   const TrainOptions& o_;
@@ -178,6 +187,9 @@ class Run {
   std::unique_ptr<storage::ObjectStore> store_;
   std::unique_ptr<loader::Loader> loader_;
   std::optional<CheckpointStore> checkpoints_;
+  std::unique_ptr<dist::Comm> comm_;
+  std::unique_ptr<dist::Reducer> reducer_;
+  std::vector<torch::Tensor> buffers_;  // broadcast from rank 0 before each forward
   ScheduleOptions schedule_;
   std::ofstream metrics_;
   int64_t step_ = 0;
@@ -190,7 +202,7 @@ class Run {
 
 Status Run::Setup() {
   if (c_.threads > 0) torch::set_num_threads(c_.threads);
-  REEL_ASSIGN_OR_RETURN(device_, ResolveDevice(c_.device));
+  REEL_ASSIGN_OR_RETURN(device_, ResolveDevice(c_.device, o_.world.local_rank));
   REEL_ASSIGN_OR_RETURN(precision_, ResolvePrecision(c_.amp, device_));
   torch::manual_seed(c_.seed);
   REEL_ASSIGN_OR_RETURN(model_, models::BuildModel(c_.model));
@@ -202,7 +214,7 @@ Status Run::Setup() {
   scaler_ = std::make_unique<GradScaler>(precision_.scale_loss);
 
   REEL_ASSIGN_OR_RETURN(store_, OpenDataset(c_));
-  auto opened = loader::Loader::Open(*store_, c_.TrainLoaderOptions());
+  auto opened = loader::Loader::Open(*store_, c_.TrainLoaderOptions(o_.world.world_size, o_.world.rank));
   if (!opened.ok()) {
     return Status(opened.status().code(), "data (split '" + c_.data.train_split + "', batch_size " +
                                               std::to_string(c_.data.batch_size) + "): " + opened.status().message());
@@ -230,27 +242,58 @@ Status Run::Setup() {
 
   REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(c_.checkpoint_uri));
   checkpoints_.emplace(std::move(checkpoints));
+  if (!leader()) return Status::Ok();
   std::error_code ec;
   std::filesystem::create_directories(c_.run_dir, ec);
   if (ec) return InternalError("cannot create run_dir '" + c_.run_dir + "': " + ec.message());
   return Status::Ok();
 }
 
-Status Run::Resume() {
-  REEL_ASSIGN_OR_RETURN(std::optional<int64_t> latest, checkpoints_->LatestStep());
-  if (!o_.resume) {
-    if (latest) {
-      return FailedPreconditionError("checkpoints of an earlier run are at " + checkpoints_->uri() + " (step " +
-                                     std::to_string(*latest) +
-                                     "); pass --resume to continue it, or set checkpoint.uri or run_dir elsewhere");
+// Rank 0 picks the checkpoint (or refuses to start) and tells the others: -1 = start fresh,
+// -2 = rank 0 failed. Ranks then load the same step.
+Result<int64_t> Run::AgreeOnResumeStep() {
+  int64_t choice = -1;
+  Status leader_status;
+  if (leader()) {
+    auto latest = checkpoints_->LatestStep();
+    if (!latest.ok()) {
+      leader_status = latest.status();
+    } else if (*latest && !o_.resume) {
+      leader_status = FailedPreconditionError(
+          "checkpoints of an earlier run are at " + checkpoints_->uri() + " (step " + std::to_string(**latest) +
+          "); pass --resume to continue it, or set checkpoint.uri or run_dir elsewhere");
+    } else if (*latest) {
+      choice = **latest;
+    } else if (o_.resume) {
+      Logger("train")->warn("--resume: no checkpoint at {} yet; starting from step 0", checkpoints_->uri());
     }
+    if (!leader_status.ok()) choice = -2;
+  }
+  if (comm_) {
+    torch::Tensor shared = torch::tensor({choice}, torch::kLong);
+    REEL_RETURN_IF_ERROR(comm_->Broadcast({shared}, 0, "checkpoint step to resume from"));
+    choice = shared.item<int64_t>();
+  }
+  if (!leader_status.ok()) return leader_status;
+  if (choice == -2) return FailedPreconditionError("rank 0 could not start the run (its log says why)");
+  return choice;
+}
+
+Status Run::Resume() {
+  REEL_ASSIGN_OR_RETURN(int64_t chosen, AgreeOnResumeStep());
+  std::optional<int64_t> latest;
+  if (chosen >= 0) latest = chosen;
+  if (!o_.resume || !latest) {
     return loader_->Start({c_.seed, 0, 0});
   }
-  if (!latest) {
-    Logger("train")->warn("--resume: no checkpoint at {} yet; starting from step 0", checkpoints_->uri());
-    return loader_->Start({c_.seed, 0, 0});
+  auto loaded_cp = checkpoints_->Load(*latest);
+  if (!loaded_cp.ok() && !leader()) {
+    return Status(loaded_cp.status().code(),
+                  "rank " + std::to_string(o_.world.rank) + " cannot read checkpoint step " + std::to_string(*latest) +
+                      " that rank 0 resumes from (checkpoints must be on storage every node reads, e.g. s3:// "
+                      "or a shared file system): " + loaded_cp.status().message());
   }
-  REEL_ASSIGN_OR_RETURN(CheckpointData cp, checkpoints_->Load(*latest));
+  REEL_ASSIGN_OR_RETURN(CheckpointData cp, std::move(loaded_cp));
   Status loaded = models::LoadStateDict(*module_, cp.model);
   if (!loaded.ok()) {
     return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " + checkpoints_->uri() +
@@ -283,6 +326,7 @@ Status Run::Resume() {
 }
 
 Status Run::SaveCheckpoint() {
+  if (!leader()) return WaitForLeader("rank 0 writing checkpoint step " + std::to_string(step_));
   CheckpointData cp;
   cp.step = step_;
   cp.model = models::SaveStateDict(*module_);
@@ -305,10 +349,31 @@ Status Run::SaveCheckpoint() {
   WriteLine({{"event", "checkpoint"}, {"step", step_}, {"seconds", Seconds(start)}});
   Logger("train")->info("checkpoint at step {} written to {}{}", step_, checkpoints_->uri(),
                         CheckpointStore::DirName(step_));
+  return WaitForLeader("rank 0 writing checkpoint step " + std::to_string(step_));
+}
+
+// Rank 0 works alone (checkpoints, evaluation) while the others wait, for longer than the
+// watchdog's collective timeout; a dead rank 0 still fails the wait at once.
+Status Run::WaitForLeader(const std::string& what) {
+  if (!comm_) return Status::Ok();
+  const auto patience = std::max(std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000)),
+                                 std::chrono::milliseconds(3600 * 1000));
+  return comm_->FollowLeader(what, patience);
+}
+
+Status Run::ConnectWorld() {
+  if (!o_.world.distributed()) return Status::Ok();
+  dist::CommOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000));
+  options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
+  options.interface_name = c_.dist.iface;
+  options.cuda = device_.is_cuda();
+  REEL_ASSIGN_OR_RETURN(comm_, dist::Comm::Connect(o_.world, options));
   return Status::Ok();
 }
 
 Status Run::EvaluateAndReport(bool final_eval) {
+  if (!leader()) return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
   auto start = Clock::now();
   REEL_ASSIGN_OR_RETURN(EvalReport report, Evaluate(model_, *module_, device_, precision_, *store_,
                                                     c_.EvalLoaderOptions(c_.data.val_split), c_.model.num_classes));
@@ -327,7 +392,7 @@ Status Run::EvaluateAndReport(bool final_eval) {
     if (!out) return InternalError("cannot write " + c_.run_dir + "/eval.json");
   }
   last_eval_ = report;
-  return Status::Ok();
+  return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
 }
 
 // The next training micro-batch, moving to the next epoch (after its evaluation) at the end of one.
@@ -354,14 +419,40 @@ void Run::WriteLine(const nlohmann::json& line) {
 Result<TrainResult> Run::Go() {
   auto start = Clock::now();
   REEL_RETURN_IF_ERROR(Setup());
-  metrics_.open(c_.run_dir + "/metrics.jsonl", std::ios::app);
-  if (!metrics_) return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
+  REEL_RETURN_IF_ERROR(ConnectWorld());
+  if (leader()) {
+    metrics_.open(c_.run_dir + "/metrics.jsonl", std::ios::app);
+    if (!metrics_) return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
+  }
   REEL_RETURN_IF_ERROR(Resume());
-  Logger("train")->info("training {} on {} for {} steps ({} warmup), {} clips per step, on {}", c_.model.name,
-                        c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps,
-                        c_.data.batch_size * c_.grad_accum, device_.str());
+  const int world = o_.world.world_size;
+  if (comm_) {
+    // Every rank starts from rank 0's weights and buffers (the same seed makes them equal
+    // already; a resumed rank 0 is the reference either way).
+    std::vector<torch::Tensor> state = params_;
+    for (auto& b : module_->buffers()) {
+      state.push_back(b);
+      buffers_.push_back(b);
+    }
+    REEL_RETURN_IF_ERROR(comm_->Broadcast(state, 0, "parameters and buffers from rank 0"));
+    if (!c_.dist.broadcast_buffers) buffers_.clear();
+    dist::ReducerOptions reducer;
+    reducer.bucket_cap_bytes = static_cast<int64_t>(c_.dist.bucket_cap_mb * 1024 * 1024);
+    reducer.first_bucket_bytes = static_cast<int64_t>(c_.dist.first_bucket_mb * 1024 * 1024);
+    REEL_ASSIGN_OR_RETURN(reducer.compression, dist::ParseGradCompression(c_.dist.compression));
+    std::vector<dist::Reducer::NamedParameter> named;
+    for (auto& p : module_->named_parameters()) named.emplace_back(p.key(), p.value());
+    REEL_ASSIGN_OR_RETURN(reducer_, dist::Reducer::Create(std::move(named), *comm_, reducer));
+  }
+  if (leader()) {
+    Logger("train")->info("training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}", c_.model.name,
+                          c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps,
+                          c_.data.batch_size * c_.grad_accum * world, device_.str(),
+                          world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "");
+  }
 
-  Progress progress("train", static_cast<uint64_t>(schedule_.total_steps), Progress::Unit::kItems, o_.progress);
+  Progress progress("train", static_cast<uint64_t>(schedule_.total_steps), Progress::Unit::kItems,
+                    o_.progress && leader());
   progress.SetSecondaryName("clips");
   progress.Add(static_cast<uint64_t>(step_));
   const int64_t stop_at = o_.stop_after_steps > 0 ? std::min(schedule_.total_steps, step_ + o_.stop_after_steps)
@@ -381,6 +472,10 @@ Result<TrainResult> Run::Go() {
       loader::TensorBatch tensors = loader::ToTensors(std::move(batch));
       torch::Tensor input = tensors.clips.to(device_, /*non_blocking=*/true);
       torch::Tensor labels = tensors.labels.to(device_, /*non_blocking=*/true);
+      if (!buffers_.empty()) {
+        REEL_RETURN_IF_ERROR(comm_->Broadcast(buffers_, 0, "buffers from rank 0 before step " + std::to_string(step_ + 1)));
+      }
+      if (reducer_) reducer_->set_sync(micro == c_.grad_accum - 1);
       torch::Tensor logits;
       {
         AutocastGuard autocast(precision_.autocast, precision_.dtype);
@@ -391,9 +486,10 @@ Result<TrainResult> Run::Go() {
           torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(c_.label_smoothing));
       scaler_->ScaleLoss(loss / c_.grad_accum).backward();
       step_loss += loss.item<double>() / c_.grad_accum;
-      samples_ += clips;
-      window_clips += clips;
+      samples_ += clips * world;
+      window_clips += clips * world;
     }
+    if (reducer_) REEL_RETURN_IF_ERROR(reducer_->Finish());
     if (!std::isfinite(step_loss) && !scaler_->enabled()) {
       return InternalError("the loss is " + std::to_string(step_loss) + " at step " + std::to_string(step_ + 1) +
                            ": training diverged (lower optimizer.lr or set train.clip_grad_norm)");
@@ -410,7 +506,7 @@ Result<TrainResult> Run::Go() {
     scaler_->Update(finite);
     ++step_;
     progress.Add(1);
-    progress.AddSecondary(static_cast<uint64_t>(c_.data.batch_size * c_.grad_accum));
+    progress.AddSecondary(static_cast<uint64_t>(c_.data.batch_size * c_.grad_accum * world));
     window_loss += step_loss;
     window_norm += norm;
     ++window_steps;

@@ -13,10 +13,20 @@
 // uninterrupted run's. Without `resume`, existing checkpoints at the URI are an error
 // (FailedPrecondition) rather than being overwritten.
 //
+// Data parallel (options.world with more than one process): every rank builds the same model,
+// takes rank 0's parameters and buffers, reads its own share of each epoch (loader plan by rank)
+// and averages gradients through dist::Reducer (buckets overlapped with backward; no_sync on the
+// accumulation micro-batches; rank 0's buffers before each forward when dist.broadcast_buffers).
+// Rank 0 alone writes metrics, checkpoints and evaluations while the others wait for it; every
+// rank resumes from the checkpoint step rank 0 chose, so checkpoints must be on storage every
+// node reads. Samples and clips/s count the whole job; the logged loss is rank 0's.
+//
 // Errors: InvalidArgument (config against the dataset: class count, too few samples for a
 // batch, unavailable device), FailedPrecondition (checkpoints exist and resume is off; a
 // checkpoint from another model), the loader's and the stores', Internal for non-finite losses
 // without a loss scaler (the run diverged; the message says at which step).
+// Distributed: Unavailable from the process group (a peer died or hangs: the watchdog's report
+// names it), FailedPrecondition on ranks other than 0 when rank 0 could not start.
 // Thread-safety: one call per process at a time (LibTorch's thread count and RNG are global).
 #pragma once
 
@@ -26,6 +36,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "dist/world.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 
@@ -50,6 +61,8 @@ struct TrainOptions {
   int64_t stop_after_steps = 0;
   bool progress = true;
   std::function<void(const StepMetrics&)> on_log;  // called for every metrics line
+  // This process's place in a data-parallel job (dist/world.h); one process by default.
+  dist::WorldInfo world;
 };
 
 struct TrainResult {

@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""PyTorch's own DistributedDataParallel (gloo), as the reference for Reel's reducer.
+
+usage: ddp_reference.py OUT_DIR [STEPS]
+Writes OUT_DIR/init.safetensors (ParityNet below, seed 0), OUT_DIR/batches.safetensors
+("input.S", "label.S": the global batch of step S, 4 clips; rank R trains on clips 2R and 2R+1),
+then trains 2 processes with DDP (small buckets so there are several, buffers broadcast, SGD lr
+0.05 momentum 0.9) and writes rank 0's final state to OUT_DIR/ddp.safetensors.
+
+ParityNet is a small 3D CNN with one batch norm, defined the same way in ddp_parity_test.cc.
+Deep batch-norm networks are a poor parity target: on torchvision's R(2+1)D-18 with a batch of 2,
+PyTorch's own float32 gradients of the stem differ by about 1% from float64's (and from its own
+with MKL-DNN off), so two correct implementations only agree bit for bit with identical kernels.
+"""
+import json
+import os
+import socket
+import struct
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+WORLD = 2
+PER_RANK = 2
+
+
+def save(tensors, path):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+class ParityNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv3d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm3d(8)
+        self.conv2 = torch.nn.Conv3d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.conv2(x)).mean((2, 3, 4))
+        return self.fc(x)
+
+
+def worker(rank, out, steps, port, init, batches):
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    model = ParityNet()
+    model.load_state_dict(init)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.004)
+    sgd = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    for s in range(steps):
+        x = batches[f"input.{s}"][rank * PER_RANK:(rank + 1) * PER_RANK]
+        y = batches[f"label.{s}"][rank * PER_RANK:(rank + 1) * PER_RANK]
+        sgd.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        sgd.step()
+    if rank == 0:
+        save(model.state_dict(), f"{out}/ddp.safetensors")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    out = sys.argv[1]
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    torch.manual_seed(0)
+    model = ParityNet()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    batches = {}
+    for s in range(steps):
+        batches[f"input.{s}"] = torch.randn(WORLD * PER_RANK, 3, 4, 16, 16)
+        batches[f"label.{s}"] = torch.randint(0, 4, (WORLD * PER_RANK,))
+    save(init, f"{out}/init.safetensors")
+    save(batches, f"{out}/batches.safetensors")
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(worker, args=(out, steps, port, init, batches), nprocs=WORLD, join=True)
+
+
+if __name__ == "__main__":
+    main()

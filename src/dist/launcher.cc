@@ -1,0 +1,313 @@
+#include "dist/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "base/logging.h"
+
+extern char** environ;
+
+namespace reel::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int signal) { g_stop_signal = signal; }
+
+struct Worker {
+  int rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+};
+
+// The environment of one worker: ours, minus the variables we set, plus them.
+std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_rank, int generation, int port) {
+  static const char* kOwned[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
+                                 "MASTER_ADDR=", "MASTER_PORT=", "REEL_AGENT_STORE=", "REEL_RESTART_GENERATION=",
+                                 "TORCHELASTIC_RESTART_COUNT="};
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool owned = false;
+    for (const char* prefix : kOwned) owned = owned || std::strncmp(*e, prefix, std::strlen(prefix)) == 0;
+    if (!owned) env.emplace_back(*e);
+  }
+  const int rank = o.node_rank * o.nproc + local_rank;
+  env.push_back("RANK=" + std::to_string(rank));
+  env.push_back("WORLD_SIZE=" + std::to_string(o.nnodes * o.nproc));
+  env.push_back("LOCAL_RANK=" + std::to_string(local_rank));
+  env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(o.nproc));
+  env.push_back("GROUP_RANK=" + std::to_string(o.node_rank));
+  env.push_back("MASTER_ADDR=" + o.master_addr);
+  env.push_back("MASTER_PORT=" + std::to_string(port));
+  env.push_back("REEL_AGENT_STORE=1");
+  env.push_back("REEL_RESTART_GENERATION=" + std::to_string(generation));
+  env.push_back("TORCHELASTIC_RESTART_COUNT=" + std::to_string(generation));
+  return env;
+}
+
+Result<pid_t> Spawn(const std::vector<std::string>& argv_strings, const std::vector<std::string>& env_strings) {
+  // Built before fork: the child only calls async-signal-safe functions.
+  std::vector<char*> argv, envp;
+  for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the launcher died before prctl took effect
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string Describe(const Worker& w) {
+  std::string who = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ")";
+  if (WIFSIGNALED(w.status)) return who + " was killed by signal " + std::to_string(WTERMSIG(w.status));
+  if (WIFEXITED(w.status)) {
+    if (WEXITSTATUS(w.status) == 127) return who + " could not be started (exit 127)";
+    return who + " exited with code " + std::to_string(WEXITSTATUS(w.status));
+  }
+  return who + " ended";
+}
+
+// Stops every running worker: SIGTERM, then SIGKILL after the grace period.
+void StopAll(std::vector<Worker>& workers, double grace_s) {
+  for (auto& w : workers) {
+    if (w.running) {
+      kill(w.pid, SIGTERM);
+      kill(w.pid, SIGCONT);  // a stopped worker must run to handle SIGTERM
+    }
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  bool killed = false;
+  while (true) {
+    bool any = false;
+    for (auto& w : workers) {
+      if (!w.running) continue;
+      if (waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
+        w.running = false;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    if (!killed && Clock::now() > deadline) {
+      for (auto& w : workers) {
+        if (w.running) kill(w.pid, SIGKILL);
+      }
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+class Launcher {
+ public:
+  explicit Launcher(const LaunchOptions& o) : o_(o) {}
+
+  Result<LaunchResult> Run() {
+    REEL_RETURN_IF_ERROR(OpenStore());
+    LaunchResult result;
+    int generation = 0;
+    while (true) {
+      REEL_RETURN_IF_ERROR(JoinGeneration(generation));
+      std::vector<Worker> workers;
+      std::vector<std::string> argv = o_.worker_argv;
+      if (generation > 0) argv.insert(argv.end(), o_.restart_args.begin(), o_.restart_args.end());
+      for (int local = 0; local < o_.nproc; ++local) {
+        auto pid = Spawn(argv, WorkerEnvironment(o_, local, generation, port_));
+        if (!pid.ok()) {
+          StopAll(workers, o_.stop_grace_s);
+          return pid.status();
+        }
+        workers.push_back({o_.node_rank * o_.nproc + local, *pid, true, 0});
+        Logger("launch")->info("generation {}: rank {} started as pid {}", generation, workers.back().rank, *pid);
+      }
+      Outcome outcome = Watch(workers, generation);
+      if (outcome.kind == Outcome::kSucceeded) {
+        REEL_RETURN_IF_ERROR(FinishJob());
+        result.exit_code = 0;
+        result.restarts = generation;
+        return result;
+      }
+      if (outcome.kind == Outcome::kInterrupted) {
+        StopAll(workers, o_.stop_grace_s);
+        result.exit_code = 128 + g_stop_signal;
+        result.failure = "stopped by signal " + std::to_string(g_stop_signal.load());
+        result.restarts = generation;
+        return result;
+      }
+      if (outcome.kind == Outcome::kLocalFailure && o_.nnodes > 1) {
+        try {
+          store_->add("restarts", 1);
+        } catch (const std::exception&) {
+        }
+      }
+      StopAll(workers, o_.stop_grace_s);
+      result.failure = outcome.failure;
+      result.exit_code = outcome.exit_code;
+      result.restarts = generation;
+      if (generation >= o_.max_restarts) {
+        Logger("launch")->error("{}; no restarts left ({} allowed)", outcome.failure, o_.max_restarts);
+        return result;
+      }
+      generation = NextGeneration(generation);
+      Logger("launch")->warn("{}; restarting all {} workers of this node from the latest checkpoint (restart {} of {})",
+                             outcome.failure, o_.nproc, generation, o_.max_restarts);
+    }
+  }
+
+ private:
+  struct Outcome {
+    enum Kind { kSucceeded, kLocalFailure, kRemoteFailure, kInterrupted } kind = kSucceeded;
+    std::string failure;
+    int exit_code = 1;
+  };
+
+  Status OpenStore() {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(o_.master_port);
+    so.isServer = o_.node_rank == 0;
+    so.waitWorkers = false;
+    so.timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
+    try {
+      store_ = c10::make_intrusive<c10d::TCPStore>(o_.master_addr, so);
+    } catch (const std::exception& e) {
+      return UnavailableError(std::string(so.isServer ? "cannot host" : "cannot reach") + " the rendezvous store at " +
+                              o_.master_addr + ":" + std::to_string(o_.master_port) + ": " + e.what());
+    }
+    port_ = store_->getPort();
+    return Status::Ok();
+  }
+
+  // Every node's launcher must join a generation before its workers start.
+  Status JoinGeneration(int generation) {
+    if (o_.nnodes == 1) return Status::Ok();
+    const std::string key = "launchers/gen" + std::to_string(generation);
+    store_->add(key, 1);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
+    while (store_->add(key, 0) < o_.nnodes) {
+      if (Clock::now() > deadline) {
+        return UnavailableError("only " + std::to_string(store_->add(key, 0)) + " of " + std::to_string(o_.nnodes) +
+                                " nodes joined generation " + std::to_string(generation) + " within " +
+                                std::to_string(static_cast<int>(o_.connect_timeout_s)) + " s");
+      }
+      if (g_stop_signal) return CancelledError("stopped by a signal while waiting for other nodes");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return Status::Ok();
+  }
+
+  int NextGeneration(int generation) {
+    if (o_.nnodes == 1) return generation + 1;
+    // Let every node record its failure before reading the count, so all agree on it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    try {
+      return std::max<int>(generation + 1, static_cast<int>(store_->add("restarts", 0)));
+    } catch (const std::exception&) {
+      return generation + 1;
+    }
+  }
+
+  Outcome Watch(std::vector<Worker>& workers, int generation) {
+    auto last_poll = Clock::now();
+    while (true) {
+      if (g_stop_signal) return {Outcome::kInterrupted, "", 0};
+      int running = 0;
+      for (auto& w : workers) {
+        if (!w.running) continue;
+        if (waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
+          w.running = false;
+          const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
+          if (!ok) {
+            Outcome failed{Outcome::kLocalFailure, Describe(w), 1};
+            if (WIFEXITED(w.status) && WEXITSTATUS(w.status) != 0) failed.exit_code = WEXITSTATUS(w.status);
+            return failed;
+          }
+        } else {
+          ++running;
+        }
+      }
+      if (running == 0) return {Outcome::kSucceeded, "", 0};
+      if (o_.nnodes > 1 && Clock::now() - last_poll > std::chrono::milliseconds(500)) {
+        last_poll = Clock::now();
+        try {
+          if (store_->add("restarts", 0) > generation) {
+            return {Outcome::kRemoteFailure, "a worker on another node failed", 1};
+          }
+        } catch (const std::exception& e) {
+          return {Outcome::kRemoteFailure, std::string("the rendezvous store is gone: ") + e.what(), 1};
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  // Node 0 keeps the store up until every node's workers are done.
+  Status FinishJob() {
+    if (o_.nnodes == 1) return Status::Ok();
+    try {
+      store_->add("launchers/done", 1);
+      if (o_.node_rank != 0) return Status::Ok();
+      const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
+      while (store_->add("launchers/done", 0) < o_.nnodes && Clock::now() < deadline && !g_stop_signal) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    } catch (const std::exception& e) {
+      Logger("launch")->warn("finishing the job: {}", e.what());
+    }
+    return Status::Ok();
+  }
+
+  const LaunchOptions& o_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+Result<LaunchResult> RunLauncher(const LaunchOptions& options) {
+  if (options.nproc < 1 || options.nnodes < 1 || options.node_rank < 0 || options.node_rank >= options.nnodes) {
+    return InvalidArgumentError("launcher: need nproc >= 1, nnodes >= 1 and 0 <= node_rank < nnodes (got nproc " +
+                                std::to_string(options.nproc) + ", nnodes " + std::to_string(options.nnodes) +
+                                ", node_rank " + std::to_string(options.node_rank) + ")");
+  }
+  if (options.nnodes > 1 && options.master_port == 0) {
+    return InvalidArgumentError("launcher: a job over several nodes needs --master-port (and --master-addr: node 0's "
+                                "address)");
+  }
+  if (options.master_port < 0 || options.master_port > 65535) {
+    return InvalidArgumentError("launcher: --master-port must be in [0, 65535]");
+  }
+  if (options.max_restarts < 0) return InvalidArgumentError("launcher: --max-restarts must be >= 0");
+  if (options.worker_argv.empty()) return InvalidArgumentError("launcher: no worker command");
+  g_stop_signal = 0;
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  Launcher launcher(options);
+  auto result = launcher.Run();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return result;
+}
+
+}  // namespace reel::dist
