@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Data-parallel `reel train` end to end with real processes on loopback:
+#   - `--nproc 2` trains and reports, counting the samples of both ranks;
+#   - two workers started by hand with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, ...)
+#     log the same losses as the launcher's workers;
+#   - elastic recovery: a worker killed with SIGKILL after a checkpoint makes the launcher restart
+#     both from it, and the job ends with the same per-step losses and samples as an
+#     uninterrupted one;
+#   - the watchdog: a worker stopped with SIGSTOP is named by the other within the timeout, and
+#     the job exits 5 instead of hanging;
+#   - launcher and rendezvous mistakes exit with clear messages.
+# Usage: ddp_cli_test.sh PATH_TO_REEL
+set -u
+REEL=$1
+source "$(dirname "$0")/check_lib.sh"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
+  --max-frames 16 --seed 5 --threads 2 --quiet
+check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 8 --short-side 32 --shard-mib 0.0625 > /dev/null 2>&1"
+
+config() {  # config NAME: a tiny run writing into $WORK/NAME
+  cat > "$WORK/$1.yaml" <<YAML
+run_dir: $WORK/$1
+seed: 4
+threads: 1
+model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}
+data: {dataset: $WORK/ds, batch_size: 2, workers: 1, clip_frames: 4, frame_stride: 2, size: 24}
+optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
+schedule: {warmup_steps: 4}
+train: {max_steps: 40, log_every: 1, eval_every_epochs: 1, grad_accum: 2}
+checkpoint: {every_steps: 2, keep: 2}
+YAML
+}
+# Waits until the run's latest checkpoint is at least step $2.
+wait_for_checkpoint() {
+  for _ in $(seq 1 6000); do
+    step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/$1/checkpoints/latest" 2>/dev/null)
+    [ -n "$step" ] && [ "$step" -ge "$2" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+same_losses=$(cat <<'PY'
+import json, sys
+def steps(path):
+    out = {}
+    for line in open(path):
+        j = json.loads(line)
+        if "event" not in j:
+            out[j["step"]] = (j["loss"], j["samples"])  # a resumed run logs some steps again
+    return out
+a, b = steps(sys.argv[1]), steps(sys.argv[2])
+assert sorted(a) == list(range(1, 41)), sorted(a)
+assert a == b, [(s, a[s], b.get(s)) for s in a if a[s] != b.get(s)][:5]
+assert a[40][1] == 40 * 2 * 2 * 2, a[40]  # steps x batch x accumulation x ranks
+PY
+)
+
+config whole
+check "two workers train" bash -c "'$REEL' train --config '$WORK/whole.yaml' --nproc 2 --quiet --json > '$WORK/whole.out' 2> '$WORK/whole.err'"
+check "one report, from rank 0, counting both ranks' samples" python3 -c "
+import json; lines = open('$WORK/whole.out').read().split('\n'); j = json.loads(lines[0])
+assert len([l for l in lines if l.strip()]) == 1, lines
+assert j['finished'] and j['samples'] == 320 and j['eval']['clips'] == 16, j"
+check "both ranks joined over gloo" bash -c "grep -q 'rank 1 of 2 joined (gloo' '$WORK/whole.err' && grep -q 'rank 0 of 2 joined (gloo' '$WORK/whole.err'"
+
+# torchrun's variables: the first worker hosts the store.
+config byhand
+port=$(free_port)
+for rank in 0 1; do
+  RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$REEL" train --config "$WORK/byhand.yaml" --quiet > "$WORK/byhand.$rank.out" 2>&1 &
+  pids[$rank]=$!
+done
+wait "${pids[0]}"; rc0=$?
+wait "${pids[1]}"; rc1=$?
+check "workers started with torchrun's variables finish" test "$rc0$rc1" = "00"
+check "and train exactly as the launcher's" python3 -c "$same_losses" "$WORK/whole/metrics.jsonl" "$WORK/byhand/metrics.jsonl"
+
+# Elastic recovery.
+config killed
+"$REEL" train --config "$WORK/killed.yaml" --nproc 2 --max-restarts 2 --quiet > "$WORK/killed.out" 2> "$WORK/killed.err" &
+launcher=$!
+wait_for_checkpoint killed 6
+victim=$(pgrep -P "$launcher" | tail -1)
+kill -9 "$victim"
+wait "$launcher"
+check "the job survives a worker killed with SIGKILL" test $? -eq 0
+check "the launcher says which worker died and that it restarted" bash -c \
+  "grep -q 'pid $victim) was killed by signal 9; restarting all 2 workers' '$WORK/killed.err' && grep -q 'finished after 1 restart' '$WORK/killed.err'"
+check "the workers resumed from the checkpoint" grep -q '"event":"resume"' "$WORK/killed/metrics.jsonl"
+check "losses and samples equal the uninterrupted job's" python3 -c "$same_losses" "$WORK/whole/metrics.jsonl" "$WORK/killed/metrics.jsonl"
+
+# The watchdog.
+config stopped
+"$REEL" train --config "$WORK/stopped.yaml" --nproc 2 --quiet --set dist.timeout_s=3 > "$WORK/stopped.out" 2> "$WORK/stopped.err" &
+launcher=$!
+wait_for_checkpoint stopped 4
+stopped_at=$(date +%s)
+kill -STOP "$(pgrep -P "$launcher" | tail -1)"
+wait "$launcher"
+rc=$?
+took=$(( $(date +%s) - stopped_at ))
+check "a stopped worker fails the job with exit 5 (got $rc)" test "$rc" -eq 5
+check "within the watchdog's time, not a hang (took $took s)" test "$took" -le 30
+check "rank 0 names rank 1 and the collective" grep -q "rank 0: collective #[0-9]* (.*) failed: .*rank 1 is not answering" "$WORK/stopped.err"
+
+# Mistakes.
+"$REEL" train --config "$WORK/whole.yaml" --nnodes 2 > "$WORK/nodes.out" 2>&1
+check "several nodes without --master-port exit 3" test $? -eq 3
+check "and say so" grep -q "needs --master-port" "$WORK/nodes.out"
+config lonely
+port=$(free_port)
+RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$REEL" train --config "$WORK/lonely.yaml" --quiet \
+  --set dist.connect_timeout_s=2 > "$WORK/lonely.out" 2>&1
+check "a worker whose rendezvous is unreachable exits 5" test $? -eq 5
+check "naming the address" grep -q "cannot reach the rendezvous store at 127.0.0.1:$port" "$WORK/lonely.out"
+RANK=3 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "$REEL" train --config "$WORK/lonely.yaml" > "$WORK/rank.out" 2>&1
+check "a rank outside the world exits 3" test $? -eq 3
+check "naming the variables" grep -q "outside a world of 2 processes (RANK/WORLD_SIZE)" "$WORK/rank.out"
+finish

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Two nodes in two network namespaces joined by a veth pair (made here, removed on exit): one
+# `reel train --nnodes 2` launcher per namespace trains one model over TCP between them, each
+# naming its interface. Then node 1 names the wrong interface (its loopback), and the
+# connectivity check turns that into an error naming the unreachable rank and address.
+# Needs root (CAP_NET_ADMIN); exits 77 (ctest: skipped) where namespaces cannot be made.
+# Usage: ddp_netns_test.sh PATH_TO_REEL
+set -u
+REEL=$1
+source "$(dirname "$0")/check_lib.sh"
+
+NS0=reel-n0-$$
+NS1=reel-n1-$$
+cleanup() {
+  ip netns pids "$NS0" 2>/dev/null | xargs -r kill -9 2>/dev/null
+  ip netns pids "$NS1" 2>/dev/null | xargs -r kill -9 2>/dev/null
+  ip netns del "$NS0" 2>/dev/null
+  ip netns del "$NS1" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+if ! ip netns add "$NS0" 2>/dev/null; then
+  echo "skipped: cannot create network namespaces here (needs root and ip(8) from iproute2)"
+  exit 77
+fi
+ip netns add "$NS1"
+ip link add "veth0-$$" type veth peer name "veth1-$$"
+ip link set "veth0-$$" netns "$NS0"
+ip link set "veth1-$$" netns "$NS1"
+ip -n "$NS0" addr add 10.231.0.1/24 dev "veth0-$$"
+ip -n "$NS1" addr add 10.231.0.2/24 dev "veth1-$$"
+for ns in "$NS0" "$NS1"; do
+  ip -n "$ns" link set lo up
+done
+ip -n "$NS0" link set "veth0-$$" up
+ip -n "$NS1" link set "veth1-$$" up
+
+check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
+  --max-frames 16 --seed 5 --threads 2 --quiet
+check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 8 --short-side 32 --shard-mib 0.0625 > /dev/null 2>&1"
+# The dataset and checkpoints are on this host's file system, which both namespaces share (the
+# shared file system of a real cluster).
+cat > "$WORK/two.yaml" <<YAML
+run_dir: $WORK/two
+seed: 4
+threads: 1
+model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}
+data: {dataset: $WORK/ds, batch_size: 2, workers: 1, clip_frames: 4, frame_stride: 2, size: 24}
+optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
+train: {max_steps: 12, log_every: 1, eval_every_epochs: 0}
+checkpoint: {every_steps: 6, keep: 2}
+dist: {connect_timeout_s: 60}
+YAML
+node() {  # node NAMESPACE RANK INTERFACE CONFIG OUT
+  ip netns exec "$1" "$REEL" train --config "$4" --nnodes 2 --node-rank "$2" --nproc 1 \
+    --master-addr 10.231.0.1 --master-port 29531 --iface "$3" --quiet --json > "$5.out" 2> "$5.err"
+}
+node "$NS0" 0 "veth0-$$" "$WORK/two.yaml" "$WORK/node0" &
+n0=$!
+node "$NS1" 1 "veth1-$$" "$WORK/two.yaml" "$WORK/node1" &
+n1=$!
+wait $n0; rc0=$?
+wait $n1; rc1=$?
+check "both nodes finish (exit $rc0 and $rc1)" test "$rc0$rc1" = "00"
+check "rank 1 joined from the other namespace's address" grep -q "rank 1 of 2 joined (gloo, torchrun at 10.231.0.2:" "$WORK/node1.err"
+check "node 0 reports the job: 12 steps, both nodes' samples" python3 -c "
+import json; j = json.load(open('$WORK/node0.out'))
+assert j['finished'] and j['steps'] == 12 and j['samples'] == 12 * 2 * 2, j"
+check "checkpoints were written once, by rank 0" test -f "$WORK/two/checkpoints/step-0000000012/model.safetensors"
+
+# Node 1 names its loopback: rank 0 cannot reach it there.
+sed -e "s#run_dir: $WORK/two#run_dir: $WORK/wrong#" -e 's/connect_timeout_s: 60/connect_timeout_s: 8/' \
+  "$WORK/two.yaml" > "$WORK/wrong.yaml"
+node "$NS0" 0 "veth0-$$" "$WORK/wrong.yaml" "$WORK/wrong0" &
+n0=$!
+node "$NS1" 1 lo "$WORK/wrong.yaml" "$WORK/wrong1" &
+n1=$!
+wait $n0; rc0=$?
+wait $n1; rc1=$?
+check "a wrong interface fails the job (exit $rc0 and $rc1)" test "$rc0" -ne 0 -a "$rc1" -ne 0
+check "naming the rank and the address it cannot reach" \
+  grep -q "rank 0 (10.231.0.1) cannot reach rank 1 at 127.0.0.1:[0-9]*: Connection refused" "$WORK/wrong0.err"
+finish
