@@ -4,8 +4,10 @@
 #   1. reel smoke    the storage layer: write, list, read back through the cache, verify
 #   2. reel datagen  a synthetic 8-class action dataset as H.264 MP4s in UCF101 layout
 #   3. reel ingest   those videos into a sharded dataset (tar shards, index, manifest)
-#   4. reel train    a small R(2+1)D on that dataset (configs/synthetic.yaml), checkpointed;
-#                    a rerun resumes or, when finished, reports again
+#   4. reel train    a small R(2+1)D on that dataset (configs/synthetic.yaml), data parallel
+#                    with 2 worker processes (REEL_NPROC), checkpointed, restarted from the
+#                    latest checkpoint if a worker dies; a rerun resumes or, when finished,
+#                    reports again
 #   5. reel eval     the last checkpoint on the validation split, 3 clips per stored clip
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,7 @@ $REEL smoke --store "$DATA/smoke" --cache-dir "$DATA/cache"
 $REEL ingest "$DATA/raw" "$DATA/datasets/synthetic" --clip-frames 16 --short-side 112
 echo "dataset: $DATA/datasets/synthetic/manifest.json"
 SET=(--set "data.dataset=$DATA/datasets/synthetic" "run_dir=$DATA/runs/synthetic")
-$REEL train --config configs/synthetic.yaml --resume "${SET[@]}"
+$REEL train --config configs/synthetic.yaml --nproc "${REEL_NPROC:-2}" --max-restarts 2 --resume "${SET[@]}"
 $REEL eval --config configs/synthetic.yaml "${SET[@]}" --clips 3 --json > "$DATA/runs/synthetic/eval-3clips.json"
 python3 -c "
 import json, sys

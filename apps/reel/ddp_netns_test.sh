@@ -62,7 +62,7 @@ n1=$!
 wait $n0; rc0=$?
 wait $n1; rc1=$?
 check "both nodes finish (exit $rc0 and $rc1)" test "$rc0$rc1" = "00"
-check "rank 1 joined from the other namespace's address" grep -q "rank 1 of 2 joined (gloo, torchrun at 10.231.0.2:" "$WORK/node1.err"
+check "rank 1 joined from the other namespace's address" grep -q "rank 1 of 2 joined (gloo, reel launcher at 10.231.0.2:" "$WORK/node1.err"
 check "node 0 reports the job: 12 steps, both nodes' samples" python3 -c "
 import json; j = json.load(open('$WORK/node0.out'))
 assert j['finished'] and j['steps'] == 12 and j['samples'] == 12 * 2 * 2, j"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Does it learn? The main job's recipe end to end: `reel datagen` (8 motion classes that no
-# single frame tells apart), `reel ingest`, then `reel train` with configs/synthetic.yaml. The
+# single frame tells apart), `reel ingest`, then `reel train --nproc 2` (data parallel, as the
+# main job) with configs/synthetic.yaml. The
 # small R(2+1)D must reach at least 90% validation top-1; the same trainer with a single-frame
 # model must stay near chance (12.5%).
 # Usage: learn_test.sh PATH_TO_REEL SOURCE_DIR [VIDEOS_PER_CLASS]
@@ -14,7 +15,7 @@ check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class "$PER_CLASS" --qui
 check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 16 --short-side 112 > /dev/null"
 for model in r2plus1d single_frame; do
   start=$(date +%s)
-  check "train $model" bash -c "'$REEL' train --config '$SRC/configs/synthetic.yaml' --quiet \
+  check "train $model" bash -c "'$REEL' train --config '$SRC/configs/synthetic.yaml' --nproc 2 --quiet \
     --set data.dataset='$WORK/ds' run_dir='$WORK/$model' model.name=$model > '$WORK/$model.out' 2>&1"
   echo "     $model: $(grep '^validation' "$WORK/$model.out") ($(( $(date +%s) - start )) s)"
 done

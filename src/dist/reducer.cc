@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
+#include <c10/util/strides.h>
 
 #include <algorithm>
 #include <numeric>
@@ -210,10 +211,14 @@ Status Reducer::Finish() {
   stats_ = ReducerStats();
   for (auto& b : buckets_) {
     if (options_.compression != GradCompression::kNone) b.flat.copy_(b.wire);
+    // The averaged gradients stay in the bucket (DDP's gradient_as_bucket_view), which saves
+    // copying every gradient back. `.grad` shares the bucket's storage without being an
+    // autograd view, so optimisers may still detach_() and zero_() it.
     for (size_t s = 0; s < b.params.size(); ++s) {
       at::Tensor& param = params_[b.params[s]].second;
-      at::Tensor grad = param.mutable_grad();
-      grad.copy_(b.flat.narrow(0, b.offsets[s], grad.numel()).view(grad.sizes()));
+      at::Tensor grad = at::empty({0}, b.flat.options());
+      grad.set_(b.flat.storage(), b.offsets[s], param.sizes(), c10::contiguous_strides(param.sizes()));
+      param.mutable_grad() = grad;
     }
     last_done_ns = std::max(last_done_ns, b.done_ns->load());
     stats_.bytes += b.wire.nbytes();

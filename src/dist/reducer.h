@@ -8,7 +8,8 @@
 // bucket as soon as autograd has accumulated it; when a bucket is complete, its all-reduce starts
 // asynchronously (buckets always start in bucket order, so every rank issues the same sequence)
 // while backward goes on computing the other gradients. Finish() waits for the buckets and
-// writes the averaged gradients back into `.grad`.
+// makes each `.grad` share its bucket's memory (DDP's gradient_as_bucket_view: no copy back);
+// the next backward may accumulate into it or start from none, either works.
 //
 // Gradient compression: fp16 (or bf16 where the backend reduces it) on the wire, fp32 in `.grad`.
 // No sync: set_sync(false) for the micro-batches of gradient accumulation that should only

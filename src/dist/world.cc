@@ -99,6 +99,7 @@ Result<WorldInfo> WorldFromEnvironment(const GetEnv& getenv) {
   }
   REEL_ASSIGN_OR_RETURN(w.master_port, IntVar(getenv, "MASTER_PORT", 29500, 1, 65535));
   w.agent_store = StrVar(getenv, "REEL_AGENT_STORE") == "1";
+  if (w.agent_store) w.source = "reel launcher";
   REEL_ASSIGN_OR_RETURN(w.generation, IntVar(getenv, "REEL_RESTART_GENERATION", 0, 0, kMaxRanks));
   return w;
 }

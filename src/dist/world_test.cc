@@ -40,6 +40,7 @@ TEST(WorldTest, ReadsTorchrunVariables) {
   EXPECT_EQ(w->master_addr, "10.0.0.1");
   EXPECT_EQ(w->master_port, 29400);
   EXPECT_TRUE(w->agent_store);
+  EXPECT_EQ(w->source, "reel launcher");
   EXPECT_EQ(w->generation, 2);
 }
 

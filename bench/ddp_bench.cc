@@ -1,0 +1,261 @@
+// ddp_bench: Reel's data-parallel training beside PyTorch's DistributedDataParallel, on this
+// machine's cores with one thread per rank, for a small R(2+1)D and R(2+1)D-18:
+//   - step time (forward, backward with the reducer's all-reduce, SGD) with 2 ranks, Reel against
+//     Python DDP over gloo with the same model, batch per rank and input (bench/ddp_peer.py);
+//     goal: ratio <= 0.95 on the small model, <= 1.0 on R(2+1)D-18;
+//   - scaling efficiency from 1 to 2 ranks (time of 1 rank / time of 2 ranks, same batch per rank);
+//   - the share of communication hidden behind backward (the reducer's own timing);
+//   - the reducer's all-reduce bus bandwidth on R(2+1)D-18's gradients (backward of a trivial
+//     loss, so the gradients are ready at once) beside one raw ProcessGroupGloo all-reduce of the
+//     same bytes; goal: ratio >= 0.9.
+// Ranks are real processes started by Reel's launcher on loopback.
+//
+//   ddp_bench [--batch N] [--frames N] [--size N] [--steps N] [--skip-r2plus1d-18]
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/testing/shell.h"
+#include "dist/comm.h"
+#include "dist/launcher.h"
+#include "dist/reducer.h"
+#include "dist/world.h"
+#include "models/model_zoo.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using reel::dist::Comm;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+reel::models::ModelSpec Spec(const std::string& name) {
+  reel::models::ModelSpec spec;
+  spec.num_classes = 8;
+  if (name == "small") {
+    spec.name = "r2plus1d";
+    spec.width = 16;
+    spec.layers = {1, 1, 1, 1};
+  } else {
+    spec.name = "r2plus1d_18";
+  }
+  return spec;
+}
+
+std::vector<reel::dist::Reducer::NamedParameter> Named(torch::nn::Module& m) {
+  std::vector<reel::dist::Reducer::NamedParameter> out;
+  for (auto& p : m.named_parameters()) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+// Worker: step times of one rank. Writes "median hidden_share" to `out` on rank 0.
+int StepWorker(const std::string& model_name, int batch, int frames, int size, int steps, const std::string& out) {
+  torch::set_num_threads(1);
+  auto world = reel::dist::WorldFromEnvironment();
+  if (!world.ok()) return 3;
+  torch::manual_seed(0);
+  auto model = reel::models::BuildModel(Spec(model_name));
+  if (!model.ok()) return 3;
+  auto module = model->ptr();
+  module->train();
+  std::unique_ptr<Comm> comm;
+  std::unique_ptr<reel::dist::Reducer> reducer;
+  std::vector<torch::Tensor> buffers = module->buffers();
+  if (world->distributed()) {
+    auto connected = Comm::Connect(*world, {});
+    if (!connected.ok()) {
+      std::fprintf(stderr, "%s\n", connected.status().ToString().c_str());
+      return 5;
+    }
+    comm = std::move(*connected);
+    std::vector<torch::Tensor> state = module->parameters();
+    state.insert(state.end(), buffers.begin(), buffers.end());
+    if (!comm->Broadcast(state, 0, "initial state").ok()) return 5;
+    auto made = reel::dist::Reducer::Create(Named(*module), *comm);
+    if (!made.ok()) return 5;
+    reducer = std::move(*made);
+  }
+  torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  torch::manual_seed(1 + world->rank);
+  torch::Tensor x = torch::randn({batch, 3, frames, size, size});
+  torch::Tensor y = torch::randint(0, 8, {batch}, torch::kLong);
+  std::vector<double> times, hidden;
+  for (int i = 0; i <= steps; ++i) {
+    auto start = Clock::now();
+    for (auto& p : module->parameters()) p.mutable_grad() = torch::Tensor();
+    if (comm && !comm->Broadcast(buffers, 0, "buffers").ok()) return 5;
+    torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+    if (reducer && !reducer->Finish().ok()) return 5;
+    sgd.step();
+    if (i > 0) {
+      times.push_back(Since(start));
+      if (reducer) hidden.push_back(reducer->stats().hidden_share);
+    }
+  }
+  if (world->rank == 0) std::ofstream(out) << Median(times) << " " << Median(hidden) << "\n";
+  return 0;
+}
+
+// Worker: the reducer's all-reduce against one raw all-reduce of the same bytes (R(2+1)D-18).
+int BandwidthWorker(int repeats, const std::string& out) {
+  torch::set_num_threads(1);
+  auto world = reel::dist::WorldFromEnvironment();
+  if (!world.ok() || !world->distributed()) return 3;
+  auto model = reel::models::BuildModel(Spec("r2plus1d_18"));
+  if (!model.ok()) return 3;
+  auto module = model->ptr();
+  auto comm = Comm::Connect(*world, {});
+  if (!comm.ok()) return 5;
+  auto reducer = reel::dist::Reducer::Create(Named(*module), **comm);
+  if (!reducer.ok()) return 5;
+  int64_t numel = 0;
+  for (auto& p : module->parameters()) numel += p.numel();
+  torch::Tensor flat = torch::ones({numel});
+  std::vector<double> reducer_s, raw_s;
+  for (int i = 0; i <= repeats; ++i) {
+    // The graph's own work (the backward of a sum: a fill per parameter) is timed without the
+    // reducer (no sync) and subtracted.
+    auto backward = [&] {
+      for (auto& p : module->parameters()) p.mutable_grad() = torch::Tensor();
+      torch::Tensor loss = torch::zeros({});
+      for (auto& p : module->parameters()) loss = loss + p.sum();
+      loss.backward();
+    };
+    (*reducer)->set_sync(false);
+    auto alone = Clock::now();
+    backward();
+    const double backward_only = Since(alone);
+    (*reducer)->set_sync(true);
+    auto start = Clock::now();
+    backward();
+    if (!(*reducer)->Finish().ok()) return 5;
+    const double with_reducer = Since(start) - backward_only;
+    auto raw_start = Clock::now();
+    if (!(*comm)->AllReduce(flat, "raw all-reduce").ok()) return 5;
+    const double raw = Since(raw_start);
+    if (i > 0) {
+      reducer_s.push_back(with_reducer);
+      raw_s.push_back(raw);
+    }
+  }
+  if (world->rank == 0) std::ofstream(out) << numel * 4 << " " << Median(reducer_s) << " " << Median(raw_s) << "\n";
+  return 0;
+}
+
+std::string Self() {
+  char self[PATH_MAX] = {0};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return "";
+  return self;
+}
+
+std::vector<double> ReadNumbers(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> v;
+  double d;
+  while (in >> d) v.push_back(d);
+  return v;
+}
+
+// Runs this program as `nproc` ranks under Reel's launcher; returns rank 0's numbers.
+std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
+  char path[] = "/tmp/reel-ddp-bench-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0) close(fd);
+  reel::dist::LaunchOptions o;
+  o.nproc = nproc;
+  o.worker_argv = {Self(), "--worker"};
+  o.worker_argv.insert(o.worker_argv.end(), worker_args.begin(), worker_args.end());
+  o.worker_argv.push_back(path);
+  auto result = reel::dist::RunLauncher(o);
+  std::vector<double> numbers;
+  if (result.ok() && result->exit_code == 0) numbers = ReadNumbers(path);
+  else std::fprintf(stderr, "workers failed: %s\n", result.ok() ? result->failure.c_str() : result.status().ToString().c_str());
+  unlink(path);
+  return numbers;
+}
+
+double Peer(const std::string& model, int world, int batch, int frames, int size, int steps) {
+  const char* source = std::getenv("REEL_SOURCE_DIR");
+  std::string peer = std::string(source ? source : ".") + "/bench/ddp_peer.py";
+  std::string args = (model == "small" ? "r2plus1d_small" : "r2plus1d_18") + std::string(" ") + std::to_string(world) +
+                     " " + std::to_string(batch) + " " + std::to_string(frames) + " " + std::to_string(size) + " " +
+                     std::to_string(steps) + (model == "small" ? " 16 1 1 1 1" : "");
+  auto run = reel::testing::RunCommand("/usr/bin/python3 '" + peer + "' " + args + " 2>/dev/null");
+  return run.exit_code == 0 ? std::atof(run.output.c_str()) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--worker") {
+    std::string mode = argc > 2 ? argv[2] : "";
+    if (mode == "step" && argc == 9) {
+      return StepWorker(argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7]), argv[8]);
+    }
+    if (mode == "bandwidth" && argc == 5) return BandwidthWorker(std::atoi(argv[3]), argv[4]);
+    return 2;
+  }
+  int batch = 4, frames = 8, size = 112, steps = 3;
+  bool big = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--skip-r2plus1d-18") {
+      big = false;
+      continue;
+    }
+    if (i + 1 >= argc) break;
+    int v = std::atoi(argv[++i]);
+    if (a == "--batch") batch = v;
+    else if (a == "--frames") frames = v;
+    else if (a == "--size") size = v;
+    else if (a == "--steps") steps = v;
+  }
+  std::printf("ddp_bench: batch %d x 3 x %d x %d^2 per rank, %d timed steps, 1 thread per rank, gloo on loopback\n",
+              batch, frames, size, steps);
+  std::vector<std::string> models = {"small"};
+  if (big) models.push_back("r2plus1d_18");
+  for (const std::string& m : models) {
+    auto args = [&](int) {
+      return std::vector<std::string>{"step", m, std::to_string(batch), std::to_string(frames), std::to_string(size),
+                                      std::to_string(steps)};
+    };
+    std::vector<double> one = Launch(1, args(1)), two = Launch(2, args(2));
+    const double peer_one = Peer(m, 1, batch, frames, size, steps), peer_two = Peer(m, 2, batch, frames, size, steps);
+    if (one.empty() || two.size() < 2 || peer_one <= 0 || peer_two <= 0) {
+      std::printf("%s: a run failed\n", m.c_str());
+      return 1;
+    }
+    const char* label = m == "small" ? "R(2+1)D small (width 16, 1-1-1-1)" : "R(2+1)D-18";
+    std::printf("\n%s\n", label);
+    std::printf("  step, 2 ranks: Reel %.3f s, PyTorch DDP %.3f s, ratio %.2f (goal <= %s)\n", two[0], peer_two,
+                two[0] / peer_two, m == "small" ? "0.95" : "1.0");
+    std::printf("  step, 1 rank:  Reel %.3f s, PyTorch %.3f s (DDP with one process)\n", one[0], peer_one);
+    std::printf("  scaling efficiency 1 -> 2 ranks: Reel %.2f, PyTorch DDP %.2f\n", one[0] / two[0], peer_one / peer_two);
+    std::printf("  communication hidden behind backward (Reel): %.0f%%\n", 100 * two[1]);
+  }
+  std::vector<double> bw = Launch(2, {"bandwidth", std::to_string(std::max(3, steps))});
+  if (bw.size() < 3) {
+    std::printf("bandwidth run failed\n");
+    return 1;
+  }
+  auto busbw = [&](double seconds) { return bw[0] * 2.0 * (2 - 1) / 2 / seconds / 1e9; };
+  std::printf("\nall-reduce of R(2+1)D-18's gradients (%.1f MB), 2 ranks\n", bw[0] / 1e6);
+  std::printf("  reducer (buckets filled from hooks):            %.3f s, bus bandwidth %.2f GB/s\n", bw[1], busbw(bw[1]));
+  std::printf("  raw ProcessGroupGloo all-reduce, one tensor:     %.3f s, bus bandwidth %.2f GB/s\n", bw[2], busbw(bw[2]));
+  std::printf("  ratio %.2f (goal >= 0.9)\n", busbw(bw[1]) / busbw(bw[2]));
+  return 0;
+}
