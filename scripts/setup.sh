@@ -25,6 +25,8 @@ PACKAGES=(
   libgloo-dev iproute2
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
+  # a real Slurm cluster for the tests: slurmctld and several slurmd on one host, private munged
+  slurmctld slurmd slurm-client munge
 )
 
 bash "$(dirname "$0")/install-packages.sh" "${PACKAGES[@]}"

@@ -86,6 +86,8 @@ void RegisterIngest(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(-5, 19))->capture_default_str();
   cmd->add_option("--workers", options.workers, "parallel videos (0: one per core)")
       ->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--shuffle-seed", options.shuffle_seed, "seed of the order videos are written in");
+  cmd->add_flag("!--no-shuffle", options.shuffle, "write videos in the listing's order (class by class)");
   cmd->add_flag("--overwrite", options.overwrite, "replace a complete dataset made from other sources or settings");
   cmd->add_flag("--restart", options.restart, "discard an unfinished run made with other sources or settings");
   cmd->callback([exit_code] { *exit_code = RunIngestCommand(options, flags); });

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -60,7 +61,21 @@ json SettingsJson(const IngestOptions& o) {
   } else {
     encode["zstd_level"] = o.encode.zstd_level;
   }
-  return {{"clip", clip}, {"encode", encode}, {"shard_bytes", o.shard_bytes}};
+  json out = {{"clip", clip}, {"encode", encode}, {"shard_bytes", o.shard_bytes}};
+  if (o.shuffle) out["shuffle_seed"] = o.shuffle_seed;
+  return out;
+}
+
+// Fisher-Yates with a portable draw (std::shuffle's algorithm is left to the library), so a
+// dataset's record order is the same on every machine.
+void ShuffleVideos(std::vector<SourceVideo>* videos, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5eed0f5a1e5ull);
+  for (size_t i = videos->size(); i > 1; --i) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % i;
+    uint64_t x;
+    do x = rng(); while (x >= limit);
+    std::swap((*videos)[i - 1], (*videos)[x % i]);
+  }
 }
 
 std::string StateToJson(const RunState& state) {
@@ -220,6 +235,7 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     return NotFoundError("no videos to ingest in " + options.source + " (" +
                          std::to_string(listing.missing.size()) + " listed but missing)");
   }
+  if (options.shuffle) ShuffleVideos(&listing.videos, options.shuffle_seed);
   // Sample keys derive from video keys relative to the listing's folder.
   std::string listing_root = source.key;
   if (listing.format != "ucf101") {

@@ -2,8 +2,10 @@
 //
 // The run lists the sources (sources.h), plans and makes each video's clips on a pool of
 // workers (clip_maker.h, one decoder and encoder per worker, at most 2 x workers videos in
-// memory), and appends the records in listing order to one ShardWriter per split, so the dataset
-// is the same whatever the worker count. manifest.json is written last; ingest_report.json
+// memory), and appends the records in a fixed order to one ShardWriter per split, so the dataset
+// is the same whatever the worker count. That order is the listing's shuffled by `shuffle_seed`
+// (sources list videos class by class): shards then mix classes, as WebDataset advises, so that
+// readers which split a split's stream of shards between ranks give every rank every class. manifest.json is written last; ingest_report.json
 // beside it lists every video that was skipped and why.
 //
 // Bad input never stops the run: corrupt, truncated, empty, audio-only or unsupported files and
@@ -45,6 +47,8 @@ struct IngestOptions {
   bool overwrite = false;  // replace a complete dataset made from other sources or settings
   bool restart = false;    // discard an unfinished run made with other sources or settings
   bool progress = true;    // progress bar on a terminal
+  bool shuffle = true;     // false: the listing's order (class by class)
+  uint64_t shuffle_seed = 0;
   // When set, the dataset is written here instead of opening `output` (embedding, tests);
   // not owned, must outlive the call.
   storage::ObjectStore* output_store = nullptr;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -147,6 +148,52 @@ TEST(IngestPipelineTest, TheDatasetDoesNotDependOnTheWorkerCount) {
           << dataset::DatasetModeName(mode) << " " << (*a)[i].key;
     }
   }
+}
+
+// The labels of a split's records in shard and record order.
+std::vector<int> LabelsInOrder(storage::ObjectStore& store, const std::string& split) {
+  std::vector<int> labels;
+  auto numbers = dataset::ListShards(store, "", split);
+  EXPECT_TRUE(numbers.ok());
+  for (uint32_t n : *numbers) {
+    auto reader = dataset::ShardReader::Open(store, "", split, n);
+    EXPECT_TRUE(reader.ok());
+    for (const auto& record : (*reader)->index().records) labels.push_back(record.label);
+  }
+  return labels;
+}
+
+TEST(IngestPipelineTest, VideosAreWrittenInASeededShuffledOrder) {
+  storage::MemoryStore listed("listed"), shuffled("shuffled"), again("again"), other("other");
+  IngestOptions o = Options(&listed);
+  o.shuffle = false;
+  ASSERT_TRUE(RunIngest(o).ok());
+  // How often the label changes along the stream: classes - 1 when they come class by class.
+  auto changes = [](const std::vector<int>& labels) {
+    size_t n = 0;
+    for (size_t i = 1; i < labels.size(); ++i) n += labels[i] != labels[i - 1];
+    return n;
+  };
+  std::vector<int> in_listing_order = LabelsInOrder(listed, "train");
+  EXPECT_EQ(changes(in_listing_order), 7u);
+
+  o.shuffle = true;
+  o.output_store = &shuffled;
+  ASSERT_TRUE(RunIngest(o).ok());
+  std::vector<int> mixed = LabelsInOrder(shuffled, "train");
+  EXPECT_GT(changes(mixed), 12u);
+  // The first half of the stream (a rank's share with 2 ranks) holds most classes.
+  std::set<int> first_half(mixed.begin(), mixed.begin() + mixed.size() / 2);
+  EXPECT_GE(first_half.size(), 6u);
+  EXPECT_EQ(ReadSplit(shuffled, "train").size(), ReadSplit(listed, "train").size());  // the same clips
+
+  o.output_store = &again;
+  ASSERT_TRUE(RunIngest(o).ok());
+  EXPECT_EQ(LabelsInOrder(again, "train"), mixed);  // deterministic
+  o.output_store = &other;
+  o.shuffle_seed = 1;
+  ASSERT_TRUE(RunIngest(o).ok());
+  EXPECT_NE(LabelsInOrder(other, "train"), mixed);
 }
 
 std::string ReadFile(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "base/logging.h"
 #include "base/thread_pool.h"
@@ -152,6 +153,7 @@ struct Loader::Impl {
   std::map<uint32_t, std::unique_ptr<dataset::ShardReader>> readers;
   std::vector<SampleRef> plan;
   int64_t epoch = 0;
+  bool warned_segregation = false;  // logged once per loader
   uint64_t next_submit = 0;  // next plan position to hand to a worker
   uint64_t next_take = 0;    // next plan position to put in a batch
   std::deque<std::future<Sample>> inflight;
@@ -214,6 +216,21 @@ Status Loader::Start(const LoaderState& state) {
                                 " is past the epoch's " + std::to_string(m.plan.size()) + " samples");
   }
   m.epoch = state.epoch;
+  if (plan.world_size > 1 && !m.warned_segregation) {
+    // A rank whose share of the epoch misses classes trains batch norm on a biased subset:
+    // the shards are sorted by class (an ingest that did not shuffle) and too few to mix.
+    std::set<int> all, mine;
+    for (const auto& shard : m.catalog.labels) all.insert(shard.begin(), shard.end());
+    for (const auto& sample : m.plan) mine.insert(sample.label);
+    if (mine.size() < all.size()) {
+      m.warned_segregation = true;
+      Logger("loader")->warn(
+          "rank {} reads {} of the {} classes of split '{}' in epoch {}: its shards hold records sorted by class, and "
+          "each rank reads a contiguous part of them; re-ingest with a shuffled order (reel ingest shuffles unless "
+          "--no-shuffle) or use more, smaller shards",
+          plan.rank, mine.size(), all.size(), m.o.split, state.epoch);
+    }
+  }
   m.IndexShardSequence();
   m.next_submit = m.next_take = state.position;
   m.Refill();

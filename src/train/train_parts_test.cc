@@ -75,6 +75,34 @@ TEST(TrainConfigTest, MistakesAreNamedWithFileLineAndKey) {
   EXPECT_NE(ErrorOf("- a\n- b\n").find("map of sections"), std::string::npos);
 }
 
+TEST(TrainConfigTest, TheDistSectionIsReadAndChecked) {
+  auto defaults = ParseTrainConfigText(kConfig, "train.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_DOUBLE_EQ(defaults->dist.bucket_cap_mb, 25);
+  EXPECT_DOUBLE_EQ(defaults->dist.timeout_s, 60);
+  EXPECT_TRUE(defaults->dist.broadcast_buffers);
+  std::string with_dist = std::string(kConfig) +
+                          "dist: {bucket_cap_mb: 4, first_bucket_mb: 0.5, compression: fp16, broadcast_buffers: false, "
+                          "timeout_s: 5, connect_timeout_s: 30, iface: eth1}\n";
+  auto c = ParseTrainConfigText(with_dist, "train.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->dist.bucket_cap_mb, 4);
+  EXPECT_DOUBLE_EQ(c->dist.first_bucket_mb, 0.5);
+  EXPECT_EQ(c->dist.compression, "fp16");
+  EXPECT_FALSE(c->dist.broadcast_buffers);
+  EXPECT_DOUBLE_EQ(c->dist.timeout_s, 5);
+  EXPECT_EQ(c->dist.iface, "eth1");
+  EXPECT_NE(ErrorOf(Replace(with_dist, "compression: fp16", "compression: int4")).find("unknown gradient compression 'int4'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(with_dist, "timeout_s: 5,", "timeout_s: 0,")).find("'dist.timeout_s': must be in"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(with_dist, "iface: eth1", "nic: eth1")).find("unknown key 'dist.nic'"), std::string::npos)
+      << ErrorOf(Replace(with_dist, "iface: eth1", "nic: eth1"));
+  auto loader = c->TrainLoaderOptions(4, 3);
+  EXPECT_EQ(loader.plan.world_size, 4);
+  EXPECT_EQ(loader.plan.rank, 3);
+}
+
 TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
   auto text = ApplyConfigOverrides(kConfig, {"train.epochs=3", "data.workers=6", "model.layers=[2,2,2,2]",
                                              "checkpoint.uri=mem://x"});
