@@ -16,22 +16,10 @@ source "$(dirname "$0")/check_lib.sh"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
-  --max-frames 16 --seed 5 --threads 2 --quiet
-check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 8 --short-side 32 --shard-mib 0.0625 > /dev/null 2>&1"
+tiny_dataset
 
 config() {  # config NAME: a tiny run writing into $WORK/NAME
-  cat > "$WORK/$1.yaml" <<YAML
-run_dir: $WORK/$1
-seed: 4
-threads: 1
-model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}
-data: {dataset: $WORK/ds, batch_size: 2, workers: 1, clip_frames: 4, frame_stride: 2, size: 24}
-optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
-schedule: {warmup_steps: 4}
-train: {max_steps: 40, log_every: 1, eval_every_epochs: 1, grad_accum: 2}
-checkpoint: {every_steps: 2, keep: 2}
-YAML
+  tiny_config "$1" "{max_steps: 40, log_every: 1, eval_every_epochs: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
 }
 # Waits until the run's latest checkpoint is at least step $2.
 wait_for_checkpoint() {

@@ -35,22 +35,11 @@ done
 ip -n "$NS0" link set "veth0-$$" up
 ip -n "$NS1" link set "veth1-$$" up
 
-check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
-  --max-frames 16 --seed 5 --threads 2 --quiet
-check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 8 --short-side 32 --shard-mib 0.0625 > /dev/null 2>&1"
+tiny_dataset
 # The dataset and checkpoints are on this host's file system, which both namespaces share (the
 # shared file system of a real cluster).
-cat > "$WORK/two.yaml" <<YAML
-run_dir: $WORK/two
-seed: 4
-threads: 1
-model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}
-data: {dataset: $WORK/ds, batch_size: 2, workers: 1, clip_frames: 4, frame_stride: 2, size: 24}
-optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
-train: {max_steps: 12, log_every: 1, eval_every_epochs: 0}
-checkpoint: {every_steps: 6, keep: 2}
-dist: {connect_timeout_s: 60}
-YAML
+tiny_config two "{max_steps: 12, log_every: 1, eval_every_epochs: 0}" "{every_steps: 6, keep: 2}" \
+  "dist: {connect_timeout_s: 60}"
 node() {  # node NAMESPACE RANK INTERFACE CONFIG OUT
   ip netns exec "$1" "$REEL" train --config "$4" --nnodes 2 --node-rank "$2" --nproc 1 \
     --master-addr 10.231.0.1 --master-port 29531 --iface "$3" --quiet --json > "$5.out" 2> "$5.err"

@@ -47,24 +47,12 @@ check "a two-node Slurm cluster is up" bash -c "[ \"\$(sinfo -h -N -t idle -o %N
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class 3 --width 40 --height 32 --min-frames 16 \
-  --max-frames 16 --seed 5 --threads 2 --quiet
-check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 8 --short-side 32 --shard-mib 0.0625 > /dev/null 2>&1"
+tiny_dataset
 
 # The dataset, the run directory and the tasks' output files are on this host's file system,
 # which both nodes share (the shared file system of a real cluster).
-cat > "$WORK/job.yaml" <<YAML
-run_dir: $WORK/job
-seed: 4
-threads: 1
-model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}
-data: {dataset: $WORK/ds, batch_size: 2, workers: 1, clip_frames: 4, frame_stride: 2, size: 24}
-optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
-schedule: {warmup_steps: 4}
-train: {max_steps: 12, log_every: 1, eval_every_epochs: 0, grad_accum: 2}
-checkpoint: {every_steps: 6, keep: 2}
-dist: {connect_timeout_s: 60}
-YAML
+tiny_config job "{max_steps: 12, log_every: 1, eval_every_epochs: 0, grad_accum: 2}" "{every_steps: 6, keep: 2}" \
+  "dist: {connect_timeout_s: 60}"
 
 # The nodes are called n1 and n2, names that do not resolve: the tasks are told where rank 0's
 # store is. Each task writes its own stdout and stderr (%t: the task's rank).

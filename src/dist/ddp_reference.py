@@ -12,34 +12,19 @@ Deep batch-norm networks are a poor parity target: on torchvision's R(2+1)D-18 w
 PyTorch's own float32 gradients of the stem differ by about 1% from float64's (and from its own
 with MKL-DNN off), so two correct implementations only agree bit for bit with identical kernels.
 """
-import json
 import os
 import socket
-import struct
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-DTYPES = {torch.float32: "F32", torch.int64: "I64"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from export_torchvision import save  # noqa: E402  (safetensors writer)
+
 WORLD = 2
 PER_RANK = 2
-
-
-def save(tensors, path):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous().cpu()
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 class ParityNet(torch.nn.Module):
