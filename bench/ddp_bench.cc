@@ -10,7 +10,12 @@
 //     same bytes; goal: ratio >= 0.9.
 // Ranks are real processes started by Reel's launcher on loopback.
 //
-//   ddp_bench [--batch N] [--frames N] [--size N] [--steps N] [--skip-r2plus1d-18]
+//   ddp_bench [--batch N] [--frames N] [--size N] [--steps N] [--big-steps N] [--rounds N]
+//             [--skip-r2plus1d-18]
+// Timed steps: --steps (default 10) for the small model and the bandwidth runs, --big-steps
+// (default 3) for R(2+1)D-18; the small model runs --rounds (default 3) alternating rounds.
+// Experiments: REEL_BENCH_BUCKET_MB sets Reel's bucket sizes, REEL_BENCH_NO_BUFFERS=1 skips its
+// per-step buffer broadcast (PyTorch's side keeps its defaults).
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -85,7 +90,11 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
     std::vector<torch::Tensor> state = module->parameters();
     state.insert(state.end(), buffers.begin(), buffers.end());
     if (!comm->Broadcast(state, 0, "initial state").ok()) return 5;
-    auto made = reel::dist::Reducer::Create(Named(*module), *comm);
+    reel::dist::ReducerOptions options;
+    if (const char* mb = std::getenv("REEL_BENCH_BUCKET_MB")) {  // experiments: bucket size
+      options.bucket_cap_bytes = options.first_bucket_bytes = static_cast<int64_t>(std::atof(mb) * (1 << 20));
+    }
+    auto made = reel::dist::Reducer::Create(Named(*module), *comm, options);
     if (!made.ok()) return 5;
     reducer = std::move(*made);
   }
@@ -97,7 +106,7 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
   for (int i = 0; i <= steps; ++i) {
     auto start = Clock::now();
     for (auto& p : module->parameters()) p.mutable_grad() = torch::Tensor();
-    if (comm && !comm->Broadcast(buffers, 0, "buffers").ok()) return 5;
+    if (comm && !std::getenv("REEL_BENCH_NO_BUFFERS") && !comm->Broadcast(buffers, 0, "buffers").ok()) return 5;
     torch::nn::functional::cross_entropy(model->forward(x), y).backward();
     if (reducer && !reducer->Finish().ok()) return 5;
     sgd.step();
@@ -209,7 +218,7 @@ int main(int argc, char** argv) {
     if (mode == "bandwidth" && argc == 5) return BandwidthWorker(std::atoi(argv[3]), argv[4]);
     return 2;
   }
-  int batch = 4, frames = 8, size = 112, steps = 3;
+  int batch = 4, frames = 8, size = 112, steps = 10, big_steps = 3, rounds = 3;
   bool big = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -223,22 +232,38 @@ int main(int argc, char** argv) {
     else if (a == "--frames") frames = v;
     else if (a == "--size") size = v;
     else if (a == "--steps") steps = v;
+    else if (a == "--big-steps") big_steps = v;
+    else if (a == "--rounds") rounds = std::max(1, v);
   }
-  std::printf("ddp_bench: batch %d x 3 x %d x %d^2 per rank, %d timed steps, 1 thread per rank, gloo on loopback\n",
-              batch, frames, size, steps);
+  std::printf("ddp_bench: batch %d x 3 x %d x %d^2 per rank, median of %d timed steps in %d alternating rounds "
+              "(R(2+1)D-18: %d steps, 1 round), 1 thread per rank, gloo on loopback\n",
+              batch, frames, size, steps, rounds, big_steps);
   std::vector<std::string> models = {"small"};
   if (big) models.push_back("r2plus1d_18");
   for (const std::string& m : models) {
+    const int timed = m == "small" ? steps : big_steps;
     auto args = [&](int) {
       return std::vector<std::string>{"step", m, std::to_string(batch), std::to_string(frames), std::to_string(size),
-                                      std::to_string(steps)};
+                                      std::to_string(timed)};
     };
-    std::vector<double> one = Launch(1, args(1)), two = Launch(2, args(2));
-    const double peer_one = Peer(m, 1, batch, frames, size, steps), peer_two = Peer(m, 2, batch, frames, size, steps);
-    if (one.empty() || two.size() < 2 || peer_one <= 0 || peer_two <= 0) {
-      std::printf("%s: a run failed\n", m.c_str());
-      return 1;
+    // Rounds alternate Reel and PyTorch, so that drift in this machine's speed (a shared VM)
+    // falls on both; each figure is the median over rounds of per-round medians.
+    std::vector<double> one_s, two_s, hidden, peer_one_s, peer_two_s;
+    for (int round = 0; round < (m == "small" ? rounds : 1); ++round) {
+      std::vector<double> one = Launch(1, args(1)), two = Launch(2, args(2));
+      const double peer_one = Peer(m, 1, batch, frames, size, timed), peer_two = Peer(m, 2, batch, frames, size, timed);
+      if (one.empty() || two.size() < 2 || peer_one <= 0 || peer_two <= 0) {
+        std::printf("%s: a run failed\n", m.c_str());
+        return 1;
+      }
+      one_s.push_back(one[0]);
+      two_s.push_back(two[0]);
+      hidden.push_back(two[1]);
+      peer_one_s.push_back(peer_one);
+      peer_two_s.push_back(peer_two);
     }
+    const std::vector<double> one = {Median(one_s)}, two = {Median(two_s), Median(hidden)};
+    const double peer_one = Median(peer_one_s), peer_two = Median(peer_two_s);
     const char* label = m == "small" ? "R(2+1)D small (width 16, 1-1-1-1)" : "R(2+1)D-18";
     std::printf("\n%s\n", label);
     std::printf("  step, 2 ranks: Reel %.3f s, PyTorch DDP %.3f s, ratio %.2f (goal <= %s)\n", two[0], peer_two,
@@ -247,7 +272,7 @@ int main(int argc, char** argv) {
     std::printf("  scaling efficiency 1 -> 2 ranks: Reel %.2f, PyTorch DDP %.2f\n", one[0] / two[0], peer_one / peer_two);
     std::printf("  communication hidden behind backward (Reel): %.0f%%\n", 100 * two[1]);
   }
-  std::vector<double> bw = Launch(2, {"bandwidth", std::to_string(std::max(3, steps))});
+  std::vector<double> bw = Launch(2, {"bandwidth", std::to_string(steps)});
   if (bw.size() < 3) {
     std::printf("bandwidth run failed\n");
     return 1;
