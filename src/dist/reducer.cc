@@ -98,6 +98,7 @@ void Reducer::BuildBuckets(const std::vector<int>& order) {
       current.wire = at::zeros({bytes / 4}, current.flat.options().dtype(
                                                options_.compression == GradCompression::kFp16 ? at::kHalf : at::kBFloat16));
     }
+    current.scale = at::scalar_tensor(1.0 / comm_.world_size(), current.flat.options());
     current.pending = static_cast<int>(current.params.size());
     current.done_ns = std::make_shared<std::atomic<int64_t>>(0);
     buckets_.push_back(std::move(current));
@@ -143,7 +144,7 @@ void Reducer::OnGradientReady(int index) {
   const int slot = slot_of_[index];
   at::Tensor view = bucket.flat.narrow(0, bucket.offsets[slot], grad.numel());
   // Divide while copying, as DDP does: one pass over the gradient.
-  at::mul_out(view, grad.reshape({-1}), at::scalar_tensor(1.0 / comm_.world_size(), view.options()));
+  at::mul_out(view, grad.reshape({-1}), bucket.scale);
   if (--bucket.pending == 0) LaunchReadyBuckets();
 }
 

@@ -87,6 +87,7 @@ class Reducer {
     std::vector<int64_t> offsets;
     at::Tensor flat;  // fp32 gradients
     at::Tensor wire;  // what is all-reduced: `flat`, or its compressed copy
+    at::Tensor scale; // 1 / world size, on the bucket's device
     int pending = 0;
     bool launched = false;
     PendingCollective collective;
