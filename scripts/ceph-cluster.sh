@@ -40,22 +40,18 @@ PY=/usr/bin/python3 # the system interpreter: python3-rados lives there, not in 
 # A stray CEPH_ARGS/CEPH_CONF in the caller's environment would redirect every ceph tool.
 unset CEPH_ARGS CEPH_CONF CEPH_KEYRING || true
 
-log() { echo "$PROG: $*" >&2; }
-die() { echo "$PROG: error: $*" >&2; exit 1; }
-
-usage() {
-  sed -n '2,/before running the S3 tests/p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
-}
+# shellcheck disable=SC2034 # read by usage (cluster_lib.sh)
+USAGE_END='before running the S3 tests'
+# log, die, usage, set_dir_paths and the process helpers (pid_from, terminate, ...)
+# shellcheck source=cluster_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 
 # --------------------------------------------------------------------------------------------
 # paths and process helpers
 
 set_paths() { # DIR must exist
-  D=$(cd "$1" && pwd -P)
+  set_dir_paths "$1"
   CONF=$D/ceph.conf
-  RUN=$D/run
-  LOGS=$D/log
   MON_PID=$RUN/mon.$MON_NAME.pid
   OSD_PID=$RUN/osd.$OSD_ID.pid
   RGW_PID=$RUN/client.$RGW_NAME.pid
@@ -63,34 +59,15 @@ set_paths() { # DIR must exist
 
 # Is PID a live (non-zombie) process whose command line has DIR's ceph.conf as an argument?
 ours() {
-  local pid=$1 state
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  local pid=$1
+  live_pid "$pid" || return 1
   [[ -r /proc/$pid/cmdline ]] || return 1
-  state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$pid/status" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z && $state != X ]] || return 1
   grep -qszxF -e "$CONF" -e "--conf=$CONF" "/proc/$pid/cmdline"
-}
-
-# PID from a pid file, printed only if it is ours and alive.
-pid_from() {
-  local f=$1 pid
-  [[ -f $f ]] || return 1
-  pid=$(tr -dc '0-9' <"$f" 2>/dev/null) || return 1
-  ours "$pid" || return 1
-  echo "$pid"
 }
 
 # Every live process whose command line names our ceph.conf (daemons whose pid file is missing
 # because a start was interrupted, a radosgw-admin left behind, ...). Exact path match only.
-scan_ours() {
-  local f pid
-  while IFS= read -r f; do
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    [[ $pid == "$$" || $pid == "${BASHPID:-}" ]] && continue
-    ours "$pid" && echo "$pid"
-  done < <(grep -lszxF -e "$CONF" -e "--conf=$CONF" /proc/[0-9]*/cmdline 2>/dev/null || true)
-  return 0
-}
+scan_ours() { scan_procs ours "$CONF" "--conf=$CONF"; }
 
 # Stops every process of this DIR: radosgw, then the OSD (which tells the monitor it is going
 # down and waits up to osd_mon_shutdown_timeout for the answer, so the monitor must still be
@@ -106,33 +83,6 @@ stop_all() {
   terminate 10 "${rest[@]}"
 }
 
-# TERM the given pids, wait up to $2 seconds for them to go, then KILL what is left.
-terminate() {
-  local timeout=$1; shift
-  local pids=("$@") alive p i
-  ((${#pids[@]})) || return 0
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for ((i = 0; i < timeout * 10; i++)); do
-    alive=()
-    for p in "${pids[@]}"; do ours "$p" && alive+=("$p"); done
-    ((${#alive[@]})) || return 0
-    sleep 0.1
-  done
-  for p in "${alive[@]}"; do
-    if ours "$p"; then
-      log "pid $p did not stop within ${timeout}s, sending SIGKILL"
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-  done
-  for ((i = 0; i < 50; i++)); do
-    alive=()
-    for p in "${pids[@]}"; do ours "$p" && alive+=("$p"); done
-    ((${#alive[@]})) || return 0
-    sleep 0.1
-  done
-  log "warning: still alive after SIGKILL: ${alive[*]}"
-}
-
 port_open() { # does something accept TCP connections on 127.0.0.1:$1 ?
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
@@ -145,15 +95,6 @@ s3_code() { # signed ListBuckets; prints the HTTP status
   curl -s --noproxy '*' --max-time 5 -o /dev/null -w '%{http_code}' \
     --aws-sigv4 "aws:amz:us-east-1:s3" --user "$2:$3" \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "http://127.0.0.1:$1/" 2>/dev/null || true
-}
-
-show_log() { # print the tail of each named log file in $LOGS
-  local f
-  for f in "$@"; do
-    [[ -s $LOGS/$f ]] || continue
-    echo "----- last lines of $LOGS/$f -----" >&2
-    tail -n 25 "$LOGS/$f" >&2 || true
-  done
 }
 
 read_state() { # loads MON_PORT, RGW_PORT, ... written by start
@@ -492,8 +433,7 @@ EOF
   mv "$D/env.tmp" "$D/env"
   START_OK=1
   trap - EXIT INT TERM
-  local ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
-  log "ready in $((ms / 1000)).$(printf %03d $((ms % 1000)))s; credentials in $D/env"
+  log "ready in $(elapsed "$t0"); credentials in $D/env"
   echo "http://127.0.0.1:$RGW_PORT"
 }
 

@@ -34,22 +34,18 @@ PROG=slurm-cluster
 NODES=(n1 n2)
 MARKER=.reel-slurm-cluster
 
-log() { echo "$PROG: $*" >&2; }
-die() { echo "$PROG: error: $*" >&2; exit 1; }
-
-usage() {
-  sed -n '2,/^#   scripts\/slurm-cluster.sh status/p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
-}
+# shellcheck disable=SC2034 # read by usage (cluster_lib.sh)
+USAGE_END='^#   scripts\/slurm-cluster.sh status'
+# log, die, usage, set_dir_paths and the process helpers (pid_from, terminate, ...)
+# shellcheck source=cluster_lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_lib.sh"
 
 # --------------------------------------------------------------------------------------------
 # paths and process helpers
 
 set_paths() { # DIR must exist
-  D=$(cd "$1" && pwd -P)
+  set_dir_paths "$1"
   CONF=$D/slurm.conf
-  RUN=$D/run
-  LOGS=$D/log
   MUNGE_KEY=$D/munge/munge.key
   MUNGE_SOCK=$RUN/munge.socket
   MUNGE_PID=$RUN/munged.pid
@@ -68,11 +64,9 @@ real_exe() {
 # Is PID a live (non-zombie) process running the binary $2 (as /proc/PID/exe shows it) whose
 # command line has the argument $3 (DIR's slurm.conf, or munged's --socket=...)?
 ours() {
-  local pid=$1 exe=$2 arg=$3 state
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  local pid=$1 exe=$2 arg=$3
+  live_pid "$pid" || return 1
   [[ -n $exe && $(readlink -- "/proc/$pid/exe" 2>/dev/null) == "$exe" ]] || return 1
-  state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$pid/status" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z && $state != X ]] || return 1
   grep -qszxF -e "$arg" "/proc/$pid/cmdline"
 }
 
@@ -84,61 +78,14 @@ daemons() {
   printf '%s\t%s\t%s\n' "$MUNGE_PID" "$MUNGED_EXE" "--socket=$MUNGE_SOCK"
 }
 
-# PID from a pid file, printed only if it is ours and alive.
-pid_from() {
-  local f=$1 exe=$2 arg=$3 pid
-  [[ -f $f ]] || return 1
-  pid=$(tr -dc '0-9' <"$f" 2>/dev/null) || return 1
-  ours "$pid" "$exe" "$arg" || return 1
-  echo "$pid"
+ours_any() { # is PID one of this DIR's daemons, of whichever kind?
+  ours "$1" "$SLURMD_EXE" "$CONF" || ours "$1" "$SLURMCTLD_EXE" "$CONF" ||
+    ours "$1" "$MUNGED_EXE" "--socket=$MUNGE_SOCK"
 }
 
 # Every live daemon of this DIR, with or without a pid file (a start that was interrupted
 # before the daemon wrote it): processes of our binaries whose command line names our files.
-scan_ours() {
-  local f pid
-  while IFS= read -r f; do
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    [[ $pid == "$$" || $pid == "${BASHPID:-}" ]] && continue
-    if ours "$pid" "$SLURMD_EXE" "$CONF" || ours "$pid" "$SLURMCTLD_EXE" "$CONF" ||
-       ours "$pid" "$MUNGED_EXE" "--socket=$MUNGE_SOCK"; then
-      echo "$pid"
-    fi
-  done < <(grep -lszxF -e "$CONF" -e "--socket=$MUNGE_SOCK" /proc/[0-9]*/cmdline 2>/dev/null || true)
-  return 0
-}
-
-alive_of() { # prints those of the given "PID<tab>EXE<tab>ARG" triples still ours and alive
-  local t pid exe arg
-  for t in "$@"; do
-    IFS=$'\t' read -r pid exe arg <<<"$t"
-    if ours "$pid" "$exe" "$arg"; then echo "$t"; fi
-  done
-  return 0
-}
-
-# TERM the given "PID<tab>EXE<tab>ARG" triples, wait up to $1 seconds for them to go, then KILL the rest.
-terminate() {
-  local timeout=$1; shift
-  local triples=("$@") alive t i
-  ((${#triples[@]})) || return 0
-  for t in "${triples[@]}"; do kill -TERM "${t%%$'\t'*}" 2>/dev/null || true; done
-  for ((i = 0; i < timeout * 10; i++)); do
-    mapfile -t alive < <(alive_of "${triples[@]}")
-    ((${#alive[@]})) || return 0
-    sleep 0.1
-  done
-  for t in "${alive[@]}"; do
-    log "pid ${t%%$'\t'*} did not stop within ${timeout}s, sending SIGKILL"
-    kill -KILL "${t%%$'\t'*}" 2>/dev/null || true
-  done
-  for ((i = 0; i < 50; i++)); do
-    mapfile -t alive < <(alive_of "${triples[@]}")
-    ((${#alive[@]})) || return 0
-    sleep 0.1
-  done
-  log "warning: still alive after SIGKILL: ${alive[*]%%$'\t'*}"
-}
+scan_ours() { scan_procs ours_any "$CONF" "--socket=$MUNGE_SOCK"; }
 
 find_exes() {
   SLURMD_EXE=$(real_exe slurmd) || SLURMD_EXE=""
@@ -182,15 +129,6 @@ stop_all() {
   done
   terminate "$timeout" "${rest[@]}"
   rm -f "$MUNGE_SOCK" "$MUNGE_SOCK.lock"
-}
-
-show_log() { # print the tail of each named log file in $LOGS
-  local f
-  for f in "$@"; do
-    [[ -s $LOGS/$f ]] || continue
-    echo "----- last lines of $LOGS/$f -----" >&2
-    tail -n 25 "$LOGS/$f" >&2 || true
-  done
 }
 
 all_running() {
@@ -385,8 +323,7 @@ cmd_start() {
 
   START_OK=1
   trap - EXIT INT TERM
-  local ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
-  log "ready in $((ms / 1000)).$(printf %03d $((ms % 1000)))s; export SLURM_CONF=$CONF"
+  log "ready in $(elapsed "$t0"); export SLURM_CONF=$CONF"
   echo "$CONF"
 }
 

@@ -326,7 +326,9 @@ TEST_F(S3StoreTest, CacheServesTheSecondReadWithoutTouchingTheServer) {
 // completes with the right bytes.
 TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   S3Options options = Options();
-  options.max_attempts = 12;
+  // The gateway is down for 1.5 s plus its restart (1-2 s, more under load); with full-jitter
+  // backoff, 12 attempts sometimes spent only 3.2 s and gave up first.
+  options.max_attempts = 24;
   options.max_backoff_ms = 2000;
   options.part_size = 8 << 20;
   auto store = Open(bucket_, "t", options);
