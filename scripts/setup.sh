@@ -21,8 +21,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   # parity tests export models from torchvision
   python3-torch python3-torchvision
-  # distributed training: Gloo headers for c10d, ip(8) for the two-namespace test
-  libgloo-dev iproute2
+  # distributed training: Gloo headers for c10d, ip(8) for the two-namespace test, pgrep(1)
+  # for the worker-recovery test
+  libgloo-dev iproute2 procps
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
   # a real Slurm cluster for the tests: slurmctld and several slurmd on one host, private munged
