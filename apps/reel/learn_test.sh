@@ -18,6 +18,8 @@ for model in r2plus1d single_frame; do
   check "train $model" bash -c "'$REEL' train --config '$SRC/configs/synthetic.yaml' --nproc 2 --quiet \
     --set data.dataset='$WORK/ds' run_dir='$WORK/$model' model.name=$model > '$WORK/$model.out' 2>&1"
   echo "     $model: $(grep '^validation' "$WORK/$model.out") ($(( $(date +%s) - start )) s)"
+  # A failed run shows why: the last lines the launcher and both workers printed.
+  grep -q '^validation' "$WORK/$model.out" || tail -n 40 "$WORK/$model.out" | sed 's/^/     | /'
 done
 top1() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['top1'])" "$WORK/$1/eval.json"; }
 check "R(2+1)D reaches 90% validation top-1" python3 -c "import sys; sys.exit(0 if $(top1 r2plus1d) >= 0.9 else 1)"

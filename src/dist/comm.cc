@@ -18,6 +18,7 @@
 
 #include "base/logging.h"
 #include "dist/net.h"
+#include "dist/store_wait.h"
 
 namespace reel::dist {
 namespace {
@@ -111,9 +112,7 @@ Status Comm::Rendezvous() {
   store_->set("probe/" + std::to_string(world_.rank), Bytes(mine));
   std::vector<std::string> keys;
   for (int r = 0; r < world_.world_size; ++r) keys.push_back("probe/" + std::to_string(r));
-  try {
-    store_->wait(keys, options_.connect_timeout);
-  } catch (const std::exception&) {
+  if (!WaitForKeys(*store_, keys, options_.connect_timeout)) {
     std::vector<int> missing;
     for (int r = 0; r < world_.world_size; ++r) {
       if (!store_->check({keys[r]})) missing.push_back(r);
@@ -326,12 +325,7 @@ Status Comm::FollowLeader(std::string what, std::chrono::milliseconds patience) 
     int64_t last_beat = -1;
     auto last_change = Clock::now();
     while (true) {
-      try {
-        store_->wait({key}, options_.heartbeat_interval);
-        return Status::Ok();
-      } catch (const c10::Error&) {
-        // Not yet.
-      }
+      if (WaitForKeys(*store_, {key}, options_.heartbeat_interval)) return Status::Ok();
       const int64_t beat = store_->check({leader}) ? ParseHeartbeat(Text(store_->get(leader))).beats : -1;
       if (beat != last_beat) {
         last_beat = beat;

@@ -1,0 +1,21 @@
+#include "dist/store_wait.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace reel::dist {
+
+bool WaitForKeys(c10d::Store& store, const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    if (store.check(keys)) return true;
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace reel::dist

@@ -1,0 +1,69 @@
+#include "dist/store_wait.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace reel::dist {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+c10d::TCPStoreOptions Client(uint16_t port) {
+  c10d::TCPStoreOptions o;
+  o.port = port;
+  o.isServer = false;
+  o.waitWorkers = false;
+  o.timeout = 5000ms;
+  return o;
+}
+
+// The regression behind a failed learning run: with TCPStore::wait, a wait that timed out was
+// answered later, and that answer was taken as the reply to the next request.
+TEST(StoreWaitTest, AWaitThatTimedOutLeavesTheConnectionUsable) {
+  c10d::TCPStoreOptions server_options;
+  server_options.port = 0;
+  server_options.isServer = true;
+  server_options.waitWorkers = false;
+  c10d::TCPStore server("127.0.0.1", server_options);
+  c10d::TCPStore waiter("127.0.0.1", Client(server.getPort()));
+  c10d::TCPStore setter("127.0.0.1", Client(server.getPort()));
+  setter.set("x", Bytes("hello"));
+
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(WaitForKeys(waiter, {"k"}, 100ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+
+  setter.set("k", Bytes("1"));
+  std::this_thread::sleep_for(50ms);  // time for a late answer to arrive, were one pending
+  EXPECT_FALSE(waiter.check({"missing"}));
+  auto x = waiter.get("x");
+  EXPECT_EQ(std::string(x.begin(), x.end()), "hello");
+  EXPECT_TRUE(WaitForKeys(waiter, {"k", "x"}, 100ms));
+  EXPECT_FALSE(WaitForKeys(waiter, {"k", "missing"}, 10ms));
+}
+
+TEST(StoreWaitTest, ReturnsAsSoonAsTheKeyAppears) {
+  c10d::TCPStoreOptions server_options;
+  server_options.port = 0;
+  server_options.isServer = true;
+  server_options.waitWorkers = false;
+  c10d::TCPStore server("127.0.0.1", server_options);
+  c10d::TCPStore waiter("127.0.0.1", Client(server.getPort()));
+  std::thread later([&] {
+    c10d::TCPStore setter("127.0.0.1", Client(server.getPort()));
+    std::this_thread::sleep_for(200ms);
+    setter.set("k", Bytes("1"));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitForKeys(waiter, {"k"}, 10000ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5000ms);
+  later.join();
+}
+
+}  // namespace
+}  // namespace reel::dist
