@@ -323,8 +323,9 @@ EOF
 cmd_start() {
   local dir=$1 t0=${EPOCHREALTIME/./}
   local timeout=${CEPH_START_TIMEOUT:-180}
-  local deadline=$((SECONDS + timeout))
+  # Checked before any arithmetic: bash reads a word there as an (unset) variable's name.
   [[ $timeout =~ ^[0-9]+$ ]] || die "CEPH_START_TIMEOUT must be a number of seconds"
+  local deadline=$((SECONDS + timeout))
   BACKEND=${CEPH_OSD_BACKEND:-}
   SIZE_GB=${CEPH_OSD_SIZE_GB:-32}
   [[ $SIZE_GB =~ ^[0-9]+$ && $SIZE_GB -ge 1 ]] || die "CEPH_OSD_SIZE_GB must be a positive integer"
@@ -486,6 +487,7 @@ cmd_start_rgw() {
   else
     pid_from "$MON_PID" >/dev/null || die "ceph-mon of $D is not running"
     pid_from "$OSD_PID" >/dev/null || die "ceph-osd of $D is not running"
+    [[ ${CEPH_START_TIMEOUT:-180} =~ ^[0-9]+$ ]] || die "CEPH_START_TIMEOUT must be a number of seconds"
     launch_rgw $((SECONDS + ${CEPH_START_TIMEOUT:-180})) || die "radosgw did not start"
   fi
   local code i

@@ -53,6 +53,14 @@ import json; lines = open('$WORK/whole.out').read().split('\n'); j = json.loads(
 assert len([l for l in lines if l.strip()]) == 1, lines
 assert j['finished'] and j['samples'] == 320 and j['eval']['clips'] == 16, j"
 check "both ranks joined over gloo" bash -c "grep -q 'rank 1 of 2 joined (gloo' '$WORK/whole.err' && grep -q 'rank 0 of 2 joined (gloo' '$WORK/whole.err'"
+check "the logged loss is the mean of both ranks' losses, which differ" python3 -c "
+import json
+lines = [json.loads(l) for l in open('$WORK/whole/metrics.jsonl') if '\"loss\"' in l]
+assert len(lines) == 40, len(lines)
+for j in lines:
+    r = j['rank_losses']
+    assert len(r) == 2 and abs(j['loss'] - (r[0] + r[1]) / 2) < 1e-12, j
+assert sum(abs(j['rank_losses'][0] - j['rank_losses'][1]) > 1e-6 for j in lines) > 30, lines[:3]"
 
 # torchrun's variables: the first worker hosts the store.
 config byhand

@@ -516,6 +516,15 @@ Result<TrainResult> Run::Go() {
       m.step = step_;
       m.epoch = loader_->state().epoch;
       m.loss = window_loss / window_steps;
+      if (comm_) {
+        // Every rank's loss, gathered by one small all-reduce (each rank fills its own slot),
+        // so the log shows the job's mean and how far ranks differ, not rank 0's alone.
+        torch::Tensor losses = torch::zeros({world}, torch::kFloat64);
+        losses[o_.world.rank] = m.loss;
+        REEL_RETURN_IF_ERROR(comm_->AllReduce(losses, "losses for the log at step " + std::to_string(step_)));
+        m.rank_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + world);
+        m.loss = losses.mean().item<double>();
+      }
       m.lr = lr;
       const double elapsed = Seconds(window_start);
       m.clips_per_s = elapsed > 0 ? window_clips / elapsed : 0;
@@ -523,10 +532,12 @@ Result<TrainResult> Run::Go() {
       m.input_wait_share = elapsed > 0 ? window_wait / elapsed : 0;
       m.grad_norm = window_norm / window_steps;
       m.skipped_steps = skipped_steps_;
-      WriteLine({{"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss}, {"lr", m.lr},
-                 {"clips_per_s", m.clips_per_s}, {"input_wait_s", m.input_wait_s},
-                 {"input_wait_share", m.input_wait_share}, {"grad_norm", m.grad_norm},
-                 {"skipped_steps", m.skipped_steps}, {"samples", samples_}});
+      nlohmann::json line = {{"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss}, {"lr", m.lr},
+                             {"clips_per_s", m.clips_per_s}, {"input_wait_s", m.input_wait_s},
+                             {"input_wait_share", m.input_wait_share}, {"grad_norm", m.grad_norm},
+                             {"skipped_steps", m.skipped_steps}, {"samples", samples_}};
+      if (!m.rank_losses.empty()) line["rank_losses"] = m.rank_losses;
+      WriteLine(line);
       if (o_.on_log) o_.on_log(m);
       window_loss = window_wait = window_norm = 0;
       window_steps = window_clips = 0;

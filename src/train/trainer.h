@@ -19,7 +19,8 @@
 // accumulation micro-batches; rank 0's buffers before each forward when dist.broadcast_buffers).
 // Rank 0 alone writes metrics, checkpoints and evaluations while the others wait for it; every
 // rank resumes from the checkpoint step rank 0 chose, so checkpoints must be on storage every
-// node reads. Samples and clips/s count the whole job; the logged loss is rank 0's.
+// node reads. Samples and clips/s count the whole job; the logged loss is the mean over ranks, with
+each rank's in "rank_losses" (one small all-reduce per logging window).
 //
 // Errors: InvalidArgument (config against the dataset: class count, too few samples for a
 // batch, unavailable device), FailedPrecondition (checkpoints exist and resume is off; a
@@ -34,6 +35,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "dist/world.h"
@@ -45,7 +47,8 @@ namespace reel::train {
 struct StepMetrics {
   int64_t step = 0;          // optimiser steps done
   int64_t epoch = 0;
-  double loss = 0;           // mean over the logging window
+  double loss = 0;           // mean over the logging window (and over ranks)
+  std::vector<double> rank_losses;  // each rank's mean over the window; empty with one process
   double lr = 0;
   double clips_per_s = 0;
   double input_wait_s = 0;   // loader wait within the window
