@@ -20,7 +20,7 @@
 // Rank 0 alone writes metrics, checkpoints and evaluations while the others wait for it; every
 // rank resumes from the checkpoint step rank 0 chose, so checkpoints must be on storage every
 // node reads. Samples and clips/s count the whole job; the logged loss is the mean over ranks, with
-each rank's in "rank_losses" (one small all-reduce per logging window).
+// each rank's in "rank_losses" (one small all-reduce per logging window).
 //
 // Errors: InvalidArgument (config against the dataset: class count, too few samples for a
 // batch, unavailable device), FailedPrecondition (checkpoints exist and resume is off; a
