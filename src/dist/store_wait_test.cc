@@ -22,14 +22,18 @@ c10d::TCPStoreOptions Client(uint16_t port) {
   return o;
 }
 
+c10d::TCPStoreOptions Server() {
+  c10d::TCPStoreOptions o;
+  o.port = 0;  // any free port
+  o.isServer = true;
+  o.waitWorkers = false;
+  return o;
+}
+
 // The regression behind a failed learning run: with TCPStore::wait, a wait that timed out was
 // answered later, and that answer was taken as the reply to the next request.
 TEST(StoreWaitTest, AWaitThatTimedOutLeavesTheConnectionUsable) {
-  c10d::TCPStoreOptions server_options;
-  server_options.port = 0;
-  server_options.isServer = true;
-  server_options.waitWorkers = false;
-  c10d::TCPStore server("127.0.0.1", server_options);
+  c10d::TCPStore server("127.0.0.1", Server());
   c10d::TCPStore waiter("127.0.0.1", Client(server.getPort()));
   c10d::TCPStore setter("127.0.0.1", Client(server.getPort()));
   setter.set("x", Bytes("hello"));
@@ -48,11 +52,7 @@ TEST(StoreWaitTest, AWaitThatTimedOutLeavesTheConnectionUsable) {
 }
 
 TEST(StoreWaitTest, ReturnsAsSoonAsTheKeyAppears) {
-  c10d::TCPStoreOptions server_options;
-  server_options.port = 0;
-  server_options.isServer = true;
-  server_options.waitWorkers = false;
-  c10d::TCPStore server("127.0.0.1", server_options);
+  c10d::TCPStore server("127.0.0.1", Server());
   c10d::TCPStore waiter("127.0.0.1", Client(server.getPort()));
   std::thread later([&] {
     c10d::TCPStore setter("127.0.0.1", Client(server.getPort()));
