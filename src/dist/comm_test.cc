@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "dist/testing/thread_world.h"
 
@@ -104,6 +106,27 @@ TEST(CommTest, WatchdogNamesTheRankThatFellBehind) {
   EXPECT_NE(rank0_error.find("collective #2 (gradient bucket 0 of step 2) failed"), std::string::npos) << rank0_error;
   EXPECT_NE(rank0_error.find("rank 1 is alive but behind: it issued only collective #1 (warm-up)"), std::string::npos)
       << rank0_error;
+}
+
+// Rank 0 works alone (an evaluation) for several heartbeat intervals, three times; rank 1 waits
+// for it each time, and the store and the group stay usable after all those waits.
+TEST(CommTest, FollowLeaderWaitsForABusyRankZero) {
+  torch::set_num_threads(1);
+  using std::chrono::milliseconds;
+  RunRanks(2, Fast(), [&](int rank, Comm* comm) {
+    ASSERT_NE(comm, nullptr);
+    for (int round = 0; round < 3; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      if (rank == 0) std::this_thread::sleep_for(milliseconds(450));  // 4.5 heartbeat intervals
+      Status followed = comm->FollowLeader("rank 0 evaluating, round " + std::to_string(round), milliseconds(10000));
+      EXPECT_TRUE(followed.ok()) << followed.ToString();
+      if (rank == 1) EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(400));
+      at::Tensor t = torch::full({3}, rank + 1.0);
+      Status reduced = comm->AllReduce(t, "after round " + std::to_string(round));
+      EXPECT_TRUE(reduced.ok()) << reduced.ToString();
+      EXPECT_TRUE(torch::equal(t, torch::full({3}, 3.0))) << t;
+    }
+  });
 }
 
 }  // namespace
