@@ -30,21 +30,8 @@ wait_for_checkpoint() {
   done
   return 1
 }
-same_losses=$(cat <<'PY'
-import json, sys
-def steps(path):
-    out = {}
-    for line in open(path):
-        j = json.loads(line)
-        if "event" not in j:
-            out[j["step"]] = (j["loss"], j["samples"])  # a resumed run logs some steps again
-    return out
-a, b = steps(sys.argv[1]), steps(sys.argv[2])
-assert sorted(a) == list(range(1, 41)), sorted(a)
-assert a == b, [(s, a[s], b.get(s)) for s in a if a[s] != b.get(s)][:5]
-assert a[40][1] == 40 * 2 * 2 * 2, a[40]  # steps x batch x accumulation x ranks
-PY
-)
+# steps x batch x accumulation x ranks
+same_losses() { python3 "$(dirname "$0")/same_steps.py" "$1" "$2" 40 $((40 * 2 * 2 * 2)); }
 
 config whole
 check "two workers train" bash -c "'$REEL' train --config '$WORK/whole.yaml' --nproc 2 --quiet --json > '$WORK/whole.out' 2> '$WORK/whole.err'"
@@ -73,7 +60,7 @@ done
 wait "${pids[0]}"; rc0=$?
 wait "${pids[1]}"; rc1=$?
 check "workers started with torchrun's variables finish" test "$rc0$rc1" = "00"
-check "and train exactly as the launcher's" python3 -c "$same_losses" "$WORK/whole/metrics.jsonl" "$WORK/byhand/metrics.jsonl"
+check "and train exactly as the launcher's" same_losses "$WORK/whole/metrics.jsonl" "$WORK/byhand/metrics.jsonl"
 
 # Elastic recovery.
 config killed
@@ -87,7 +74,7 @@ check "the job survives a worker killed with SIGKILL" test $? -eq 0
 check "the launcher says which worker died and that it restarted" bash -c \
   "grep -q 'pid $victim) was killed by signal 9; restarting all 2 workers' '$WORK/killed.err' && grep -q 'finished after 1 restart' '$WORK/killed.err'"
 check "the workers resumed from the checkpoint" grep -q '"event":"resume"' "$WORK/killed/metrics.jsonl"
-check "losses and samples equal the uninterrupted job's" python3 -c "$same_losses" "$WORK/whole/metrics.jsonl" "$WORK/killed/metrics.jsonl"
+check "losses and samples equal the uninterrupted job's" same_losses "$WORK/whole/metrics.jsonl" "$WORK/killed/metrics.jsonl"
 
 # The watchdog.
 config stopped
