@@ -60,6 +60,7 @@ done
 wait "${pids[0]}"; rc0=$?
 wait "${pids[1]}"; rc1=$?
 check "workers started with torchrun's variables finish" test "$rc0$rc1" = "00"
+[ "$rc0$rc1" = "00" ] || for rank in 0 1; do tail -n 15 "$WORK/byhand.$rank.out" | sed "s/^/     | rank $rank: /"; done
 check "and train exactly as the launcher's" same_losses "$WORK/whole/metrics.jsonl" "$WORK/byhand/metrics.jsonl"
 
 # Elastic recovery.

@@ -64,6 +64,7 @@ Heartbeat ParseHeartbeat(const std::string& text) {
 Comm::Comm(WorldInfo world, CommOptions options) : world_(std::move(world)), options_(std::move(options)) {}
 
 Comm::~Comm() {
+  LeaveRendezvous();
   stop_ = true;
   if (heartbeat_.joinable()) heartbeat_.join();
   group_.reset();
@@ -87,6 +88,38 @@ Result<std::unique_ptr<Comm>> Comm::Connect(const WorldInfo& world, const CommOp
   return comm;
 }
 
+bool Comm::HostsStore() const { return !world_.agent_store && world_.rank == 0; }
+
+// The rank that hosts the store (rank 0 without Reel's launcher, as under torchrun's variables
+// set by hand) stays until every other rank has left or fallen silent: its exit takes the store
+// with it, and a rank still polling for rank 0's last "done" key would find no store.
+void Comm::LeaveRendezvous() {
+  if (!store_) return;
+  try {
+    store_->add("left", 1);
+    if (!HostsStore()) return;
+    const auto deadline = Clock::now() + options_.timeout;
+    std::map<int, int64_t> beats;
+    auto last_change = Clock::now();
+    while (store_->add("left", 0) < world_.world_size && Clock::now() < deadline) {
+      bool changed = false;
+      for (int r = 1; r < world_.world_size; ++r) {
+        const std::string key = "heartbeat/" + std::to_string(r);
+        if (!store_->check({key})) continue;
+        const int64_t beat = ParseHeartbeat(Text(store_->get(key))).beats;
+        auto known = beats.find(r);
+        if (known == beats.end() || known->second != beat) changed = true;
+        beats[r] = beat;
+      }
+      if (changed) last_change = Clock::now();
+      if (Clock::now() - last_change > options_.heartbeat_interval * 3) break;  // the rest died or hang
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception& e) {
+    Logger("dist")->debug("rank {}: leaving the rendezvous: {}", world_.rank, e.what());
+  }
+}
+
 Status Comm::Rendezvous() {
   const std::string where = world_.master_addr + ":" + std::to_string(world_.master_port);
   if (!options_.interface_name.empty()) {
@@ -96,7 +129,7 @@ Status Comm::Rendezvous() {
   }
   c10::intrusive_ptr<c10d::Store> base;
   try {
-    base = ConnectStore(world_, !world_.agent_store && world_.rank == 0, options_.connect_timeout);
+    base = ConnectStore(world_, HostsStore(), options_.connect_timeout);
   } catch (const std::exception& e) {
     return UnavailableError("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store at " + where +
                             " (MASTER_ADDR/MASTER_PORT) within " +

@@ -14,6 +14,10 @@
 // answering"; ranks that issued fewer collectives are "behind", with the collective they last
 // issued. The report is logged and returned as the error.
 //
+// Shutdown: destroying a Comm counts its rank out of the rendezvous; a rank 0 that hosts the
+// store waits until every other rank has done so or stopped sending heartbeats (at most
+// `timeout`), so that none loses the store while it still reads rank 0's last keys.
+//
 // Errors: Connect: InvalidArgument (options, a backend not built in), Unavailable (rendezvous
 // not reached, a rank missing, a peer unreachable). Collectives: Unavailable with the watchdog's
 // report (a peer died, hung or timed out), InvalidArgument (a dtype the backend cannot reduce).
@@ -98,6 +102,9 @@ class Comm {
  private:
   Comm(WorldInfo world, CommOptions options);
   Status Rendezvous();
+  bool HostsStore() const;
+  // Run on destruction: counts this rank out; the store's host waits for the others.
+  void LeaveRendezvous();
   void HeartbeatLoop();
   int64_t Issue(const std::string& what);
   Status Failed(int64_t seq, const std::string& what, const std::exception& e);

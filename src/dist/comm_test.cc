@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dist/net.h"
 #include "dist/testing/thread_world.h"
 
 namespace reel::dist {
@@ -127,6 +128,48 @@ TEST(CommTest, FollowLeaderWaitsForABusyRankZero) {
       EXPECT_TRUE(torch::equal(t, torch::full({3}, 3.0))) << t;
     }
   });
+}
+
+// Without a launcher rank 0 hosts the store. It sets its last "done" key and leaves at once;
+// rank 1 looks for that key only later, so rank 0's Comm must keep the store up until then.
+TEST(CommTest, RankZeroHostingTheStoreStaysUntilTheOthersLeave) {
+  torch::set_num_threads(1);
+  using std::chrono::milliseconds;
+  int port = 0;
+  {
+    auto probe = ProbeListener::Listen("127.0.0.1");  // a free port, released again
+    ASSERT_TRUE(probe.ok());
+    port = (*probe)->port();
+  }
+  auto world = [&](int rank) {
+    WorldInfo w;
+    w.rank = w.local_rank = rank;
+    w.world_size = w.local_world_size = 2;
+    w.master_addr = "127.0.0.1";
+    w.master_port = port;
+    w.source = "test";
+    return w;
+  };
+  Status followed = InternalError("rank 1 did not run");
+  double rank0_leave_s = 0;
+  std::thread rank0([&] {
+    auto comm = Comm::Connect(world(0), Fast());
+    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+    EXPECT_TRUE((*comm)->FollowLeader("the final evaluation", milliseconds(10000)).ok());
+    const auto start = std::chrono::steady_clock::now();
+    comm->reset();
+    rank0_leave_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  std::thread rank1([&] {
+    auto comm = Comm::Connect(world(1), Fast());
+    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+    std::this_thread::sleep_for(milliseconds(500));  // still writing its own results
+    followed = (*comm)->FollowLeader("the final evaluation", milliseconds(10000));
+  });
+  rank0.join();
+  rank1.join();
+  EXPECT_TRUE(followed.ok()) << followed.ToString();
+  EXPECT_GE(rank0_leave_s, 0.3);
 }
 
 }  // namespace
