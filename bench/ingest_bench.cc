@@ -1,5 +1,5 @@
 // ingest_bench: `reel ingest` throughput on one input set (datagen videos plus the real clips in
-// ../shared/data/videos) beside
+// testdata/videos) beside
 //   (a) the limit: the ffmpeg command line decoding the same files to null, with the same number
 //       of threads (one ffmpeg per video, `threads` of them at a time, 1 decoder thread each);
 //   (b) the naive pipeline: ffmpeg cutting clips, then OpenCV dumping every frame as JPEG
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   }
   const char* source_dir = std::getenv("REEL_SOURCE_DIR");
   std::string repo = source_dir ? source_dir : ".";
-  std::string shared = repo + "/../shared/data/videos";
+  std::string shared = repo + "/testdata/videos";
   std::string work = keep.empty() ? "/tmp/reel-ingest-bench-" + std::to_string(::getpid()) : keep;
   std::string input = work + "/input";
 

@@ -1,4 +1,4 @@
-// Every real-world file in ../shared/data/videos (see its README) is either decoded correctly or
+// Every real-world file in testdata/videos (see its README) is either decoded correctly or
 // refused with a clear reason:
 //   - probe: codec, frame count (packet scan; ffprobe -count_frames where the container has no
 //     count), size after rotation, rotation;

@@ -23,10 +23,10 @@
 
 namespace reel::media::testing {
 
-// $REEL_SOURCE_DIR/../shared/data/videos (the project's shared test data).
+// $REEL_SOURCE_DIR/testdata/videos (real clips; testdata/README.md gives their origins).
 inline std::string SharedVideosDir() {
   const char* root = std::getenv("REEL_SOURCE_DIR");
-  return std::string(root ? root : ".") + "/../shared/data/videos";
+  return std::string(root ? root : ".") + "/testdata/videos";
 }
 inline std::string SharedVideo(const std::string& name) { return SharedVideosDir() + "/" + name; }
 
@@ -38,7 +38,7 @@ class SharedVideosPresent : public ::testing::Environment {
     struct stat st;
     ASSERT_TRUE(::stat(SharedVideosDir().c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         << "the shared test videos are not at " << SharedVideosDir()
-        << " (the tests expect the project's shared/ folder beside the checkout)";
+        << " (they are part of the repository: is REEL_SOURCE_DIR the checkout?)";
   }
 };
 inline ::testing::Environment* const kSharedVideosPresent =
