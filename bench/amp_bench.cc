@@ -28,7 +28,8 @@ void Check(bool ok, const std::string& what) {
   if (!ok) ++failures;
 }
 
-torch::nn::AnyModule Build(const std::string& name, int width, std::array<int, 4> layers, int classes) {
+torch::nn::AnyModule Build(const std::string& name, int width, std::array<int, 4> layers,
+                           int classes) {
   reel::models::ModelSpec spec;
   spec.name = name;
   spec.num_classes = classes;
@@ -43,11 +44,13 @@ torch::nn::AnyModule Build(const std::string& name, int width, std::array<int, 4
 }
 
 enum class Mode { kFp32, kFp16, kBf16 };
-const char* ModeName(Mode m) { return m == Mode::kFp32 ? "fp32" : m == Mode::kFp16 ? "fp16" : "bf16"; }
+const char* ModeName(Mode m) {
+  return m == Mode::kFp32 ? "fp32" : m == Mode::kFp16 ? "fp16" : "bf16";
+}
 
 // Median seconds of one SGD training step (forward, loss, backward, unscale, step).
-double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& x, const torch::Tensor& y,
-                   int steps) {
+double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& x,
+                   const torch::Tensor& y, int steps) {
   auto module = model.ptr();
   module->train();
   torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
@@ -60,7 +63,8 @@ double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& 
     sgd.zero_grad();
     torch::Tensor logits;
     {
-      AutocastGuard autocast(mode != Mode::kFp32, mode == Mode::kBf16 ? torch::kBFloat16 : torch::kHalf);
+      AutocastGuard autocast(mode != Mode::kFp32,
+                             mode == Mode::kBf16 ? torch::kBFloat16 : torch::kHalf);
       logits = model.forward(x);
     }
     torch::Tensor loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), y);
@@ -69,7 +73,9 @@ double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& 
     if (finite) sgd.step();
     scaler.Update(finite);
     torch::cuda::synchronize();
-    if (i >= 3) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (i >= 3)
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -89,7 +95,8 @@ int main(int argc, char** argv) {
   }
   const torch::Device cuda(torch::kCUDA, 0);
   torch::manual_seed(0);
-  std::printf("amp_bench: LibTorch %s, %d CUDA device(s)\n", TORCH_VERSION, static_cast<int>(torch::cuda::device_count()));
+  std::printf("amp_bench: LibTorch %s, %d CUDA device(s)\n", TORCH_VERSION,
+              static_cast<int>(torch::cuda::device_count()));
 
   // 1. Autocast: half/bfloat16 activations, logits close to fp32, and the scope restores fp32.
   torch::nn::AnyModule small = Build("r2plus1d", 16, {1, 1, 1, 1}, 8);
@@ -115,8 +122,10 @@ int main(int argc, char** argv) {
     Check(fp16.scalar_type() == torch::kHalf, "fp16 autocast gives half logits");
     Check(bf16.scalar_type() == torch::kBFloat16, "bf16 autocast gives bfloat16 logits");
     Check(after.scalar_type() == torch::kFloat, "the scope restores fp32");
-    Check(e16 <= 0.02 * scale + 1e-3, "fp16 logits within 2% of fp32 (max diff " + std::to_string(e16) + ")");
-    Check(ebf <= 0.08 * scale + 1e-2, "bf16 logits within 8% of fp32 (max diff " + std::to_string(ebf) + ")");
+    Check(e16 <= 0.02 * scale + 1e-3,
+          "fp16 logits within 2% of fp32 (max diff " + std::to_string(e16) + ")");
+    Check(ebf <= 0.08 * scale + 1e-2,
+          "bf16 logits within 8% of fp32 (max diff " + std::to_string(ebf) + ")");
   }
 
   // 2. Weights saved from the GPU load into a CPU model with the same logits.
@@ -124,7 +133,8 @@ int main(int argc, char** argv) {
     torch::NoGradGuard no_grad;
     reel::models::SafetensorsFile weights = reel::models::SaveStateDict(*small.ptr());
     torch::nn::AnyModule cpu = Build("r2plus1d", 16, {1, 1, 1, 1}, 8);
-    Check(reel::models::LoadStateDict(*cpu.ptr(), weights).ok(), "CUDA weights load into a CPU model");
+    Check(reel::models::LoadStateDict(*cpu.ptr(), weights).ok(),
+          "CUDA weights load into a CPU model");
     cpu.ptr()->eval();
     torch::Tensor xs = x.index({torch::indexing::Slice(0, 1)});
     double diff = (cpu.forward(xs.cpu()) - small.forward(xs).cpu()).abs().max().item<double>();
@@ -139,7 +149,8 @@ int main(int argc, char** argv) {
   // 3. fp16 training with the loss scaler memorises a fixed batch.
   {
     small.ptr()->train();
-    torch::Tensor labels = torch::randint(0, 8, {4}, torch::TensorOptions().device(cuda).dtype(torch::kLong));
+    torch::Tensor labels =
+        torch::randint(0, 8, {4}, torch::TensorOptions().device(cuda).dtype(torch::kLong));
     torch::optim::AdamW adam(small.ptr()->parameters(), torch::optim::AdamWOptions(2e-3));
     GradScaler scaler(true);
     std::vector<torch::Tensor> params = small.ptr()->parameters();
@@ -158,8 +169,8 @@ int main(int argc, char** argv) {
       scaler.Update(finite);
       (i == 0 ? first : last) = loss.item<double>();
     }
-    Check(last < 0.25 * first, "fp16 + loss scaling learns a fixed batch (loss " + std::to_string(first) + " -> " +
-                                   std::to_string(last) + ")");
+    Check(last < 0.25 * first, "fp16 + loss scaling learns a fixed batch (loss " +
+                                   std::to_string(first) + " -> " + std::to_string(last) + ")");
     // 4. A scale so large that fp16 gradients overflow: the step is skipped and the scale halved.
     GradScaler huge(true);
     huge.set_state({1e38, 0});
@@ -169,10 +180,12 @@ int main(int argc, char** argv) {
       AutocastGuard autocast(true, torch::kHalf);
       logits = small.forward(x);
     }
-    huge.ScaleLoss(torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels)).backward();
+    huge.ScaleLoss(torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels))
+        .backward();
     bool finite = huge.Unscale(params);
     huge.Update(finite);
-    Check(!finite && huge.state().scale == 5e37, "overflowing gradients skip the step and halve the scale");
+    Check(!finite && huge.state().scale == 5e37,
+          "overflowing gradients skip the step and halve the scale");
   }
 
   // 5. Step times.
@@ -183,20 +196,25 @@ int main(int argc, char** argv) {
     std::array<int, 4> layers;
     int64_t batch, frames;
   };
-  const Case cases[] = {{"R(2+1)D-18", "r2plus1d_18", 0, {2, 2, 2, 2}, 16, 16},
-                        {"small R(2+1)D (width 16, 1 block/stage)", "r2plus1d", 16, {1, 1, 1, 1}, 32, 16}};
+  const Case cases[] = {
+      {"R(2+1)D-18", "r2plus1d_18", 0, {2, 2, 2, 2}, 16, 16},
+      {"small R(2+1)D (width 16, 1 block/stage)", "r2plus1d", 16, {1, 1, 1, 1}, 32, 16}};
   for (const Case& c : cases) {
     torch::nn::AnyModule model = Build(c.name, c.width, c.layers, 400);
     model.ptr()->to(cuda);
-    torch::Tensor input = torch::randn({c.batch, 3, c.frames, 112, 112}, torch::TensorOptions().device(cuda));
-    torch::Tensor target = torch::randint(0, 400, {c.batch}, torch::TensorOptions().device(cuda).dtype(torch::kLong));
+    torch::Tensor input =
+        torch::randn({c.batch, 3, c.frames, 112, 112}, torch::TensorOptions().device(cuda));
+    torch::Tensor target =
+        torch::randint(0, 400, {c.batch}, torch::TensorOptions().device(cuda).dtype(torch::kLong));
     double base = 0;
     for (Mode mode : {Mode::kFp32, Mode::kFp16, Mode::kBf16}) {
       double s = StepSeconds(model, mode, input, target, steps);
       if (mode == Mode::kFp32) base = s;
-      std::printf("%-42s batch %lldx3x%lldx112x112  %s  %8.2f ms/step  %8.1f clips/s  speed-up vs fp32 %.2fx\n",
-                  c.label, static_cast<long long>(c.batch), static_cast<long long>(c.frames), ModeName(mode), s * 1e3,
-                  c.batch / s, base / s);
+      std::printf(
+          "%-42s batch %lldx3x%lldx112x112  %s  %8.2f ms/step  %8.1f clips/s  speed-up vs fp32 "
+          "%.2fx\n",
+          c.label, static_cast<long long>(c.batch), static_cast<long long>(c.frames),
+          ModeName(mode), s * 1e3, c.batch / s, base / s);
     }
   }
   std::printf("%s\n", failures == 0 ? "all checks passed" : "CHECKS FAILED");

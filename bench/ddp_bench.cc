@@ -30,12 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "base/testing/shell.h"
 #include "dist/comm.h"
 #include "dist/launcher.h"
 #include "dist/reducer.h"
 #include "dist/world.h"
 #include "models/model_zoo.h"
+#include "testing/shell.h"
 
 namespace {
 
@@ -47,7 +47,9 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 reel::models::ModelSpec Spec(const std::string& name) {
   reel::models::ModelSpec spec;
@@ -69,7 +71,8 @@ std::vector<reel::dist::Reducer::NamedParameter> Named(torch::nn::Module& m) {
 }
 
 // Worker: step times of one rank. Writes "median hidden_share" to `out` on rank 0.
-int StepWorker(const std::string& model_name, int batch, int frames, int size, int steps, const std::string& out) {
+int StepWorker(const std::string& model_name, int batch, int frames, int size, int steps,
+               const std::string& out) {
   torch::set_num_threads(1);
   auto world = reel::dist::WorldFromEnvironment();
   if (!world.ok()) return 3;
@@ -93,7 +96,8 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
     if (!comm->Broadcast(state, 0, "initial state").ok()) return 5;
     reel::dist::ReducerOptions options;
     if (const char* mb = std::getenv("REEL_BENCH_BUCKET_MB")) {  // experiments: bucket size
-      options.bucket_cap_bytes = options.first_bucket_bytes = static_cast<int64_t>(std::atof(mb) * (1 << 20));
+      options.bucket_cap_bytes = options.first_bucket_bytes =
+          static_cast<int64_t>(std::atof(mb) * (1 << 20));
     }
     auto made = reel::dist::Reducer::Create(Named(*module), *comm, options);
     if (!made.ok()) return 5;
@@ -107,7 +111,9 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
   for (int i = 0; i <= steps; ++i) {
     auto start = Clock::now();
     for (auto& p : module->parameters()) p.mutable_grad() = torch::Tensor();
-    if (comm && !std::getenv("REEL_BENCH_NO_BUFFERS") && !comm->Broadcast(buffers, 0, "buffers").ok()) return 5;
+    if (comm && !std::getenv("REEL_BENCH_NO_BUFFERS") &&
+        !comm->Broadcast(buffers, 0, "buffers").ok())
+      return 5;
     torch::nn::functional::cross_entropy(model->forward(x), y).backward();
     if (reducer && !reducer->Finish().ok()) return 5;
     sgd.step();
@@ -180,8 +186,9 @@ int BandwidthWorker(int repeats, const std::string& out) {
   }
   std::sort(ratios.begin(), ratios.end());
   if (world->rank == 0) {
-    std::ofstream(out) << numel * 4 << " " << Median(reducer_s) << " " << Median(raw_s) << " " << Median(ratios) << " "
-                       << ratios[ratios.size() / 4] << " " << ratios[ratios.size() * 3 / 4] << "\n";
+    std::ofstream(out) << numel * 4 << " " << Median(reducer_s) << " " << Median(raw_s) << " "
+                       << Median(ratios) << " " << ratios[ratios.size() / 4] << " "
+                       << ratios[ratios.size() * 3 / 4] << "\n";
   }
   return 0;
 }
@@ -212,8 +219,11 @@ std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
   o.worker_argv.push_back(path);
   auto result = reel::dist::RunLauncher(o);
   std::vector<double> numbers;
-  if (result.ok() && result->exit_code == 0) numbers = ReadNumbers(path);
-  else std::fprintf(stderr, "workers failed: %s\n", result.ok() ? result->failure.c_str() : result.status().ToString().c_str());
+  if (result.ok() && result->exit_code == 0)
+    numbers = ReadNumbers(path);
+  else
+    std::fprintf(stderr, "workers failed: %s\n",
+                 result.ok() ? result->failure.c_str() : result.status().ToString().c_str());
   unlink(path);
   return numbers;
 }
@@ -221,8 +231,9 @@ std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
 double Peer(const std::string& model, int world, int batch, int frames, int size, int steps) {
   const char* source = std::getenv("REEL_SOURCE_DIR");
   std::string peer = std::string(source ? source : ".") + "/bench/ddp_peer.py";
-  std::string args = (model == "small" ? "r2plus1d_small" : "r2plus1d_18") + std::string(" ") + std::to_string(world) +
-                     " " + std::to_string(batch) + " " + std::to_string(frames) + " " + std::to_string(size) + " " +
+  std::string args = (model == "small" ? "r2plus1d_small" : "r2plus1d_18") + std::string(" ") +
+                     std::to_string(world) + " " + std::to_string(batch) + " " +
+                     std::to_string(frames) + " " + std::to_string(size) + " " +
                      std::to_string(steps) + (model == "small" ? " 16 1 1 1 1" : "");
   auto run = reel::testing::RunCommand("/usr/bin/python3 '" + peer + "' " + args + " 2>/dev/null");
   return run.exit_code == 0 ? std::atof(run.output.c_str()) : 0;
@@ -234,7 +245,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--worker") {
     std::string mode = argc > 2 ? argv[2] : "";
     if (mode == "step" && argc == 9) {
-      return StepWorker(argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7]), argv[8]);
+      return StepWorker(argv[3], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]),
+                        std::atoi(argv[7]), argv[8]);
     }
     if (mode == "bandwidth" && argc == 5) return BandwidthWorker(std::atoi(argv[3]), argv[4]);
     return 2;
@@ -250,24 +262,37 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) break;
     int v = std::atoi(argv[++i]);
-    if (a == "--batch") batch = v;
-    else if (a == "--frames") frames = v;
-    else if (a == "--size") size = v;
-    else if (a == "--steps") steps = v;
-    else if (a == "--big-steps") big_steps = v;
-    else if (a == "--rounds") rounds = std::max(1, v);
-    else if (a == "--bw-steps") bw_steps = std::max(4, v);
+    if (a == "--batch")
+      batch = v;
+    else if (a == "--frames")
+      frames = v;
+    else if (a == "--size")
+      size = v;
+    else if (a == "--steps")
+      steps = v;
+    else if (a == "--big-steps")
+      big_steps = v;
+    else if (a == "--rounds")
+      rounds = std::max(1, v);
+    else if (a == "--bw-steps")
+      bw_steps = std::max(4, v);
   }
-  std::printf("ddp_bench: batch %d x 3 x %d x %d^2 per rank, median of %d timed steps in %d alternating rounds "
-              "(R(2+1)D-18: %d steps, 1 round), 1 thread per rank, gloo on loopback\n",
-              batch, frames, size, steps, rounds, big_steps);
+  std::printf(
+      "ddp_bench: batch %d x 3 x %d x %d^2 per rank, median of %d timed steps in %d alternating "
+      "rounds "
+      "(R(2+1)D-18: %d steps, 1 round), 1 thread per rank, gloo on loopback\n",
+      batch, frames, size, steps, rounds, big_steps);
   std::vector<std::string> models;
   if (steps_models) models.push_back("small");
   if (big) models.push_back("r2plus1d_18");
   for (const std::string& m : models) {
     const int timed = m == "small" ? steps : big_steps;
     auto args = [&](int) {
-      return std::vector<std::string>{"step", m, std::to_string(batch), std::to_string(frames), std::to_string(size),
+      return std::vector<std::string>{"step",
+                                      m,
+                                      std::to_string(batch),
+                                      std::to_string(frames),
+                                      std::to_string(size),
                                       std::to_string(timed)};
     };
     // Rounds alternate Reel and PyTorch, so that drift in this machine's speed (a shared VM)
@@ -275,7 +300,8 @@ int main(int argc, char** argv) {
     std::vector<double> one_s, two_s, hidden, peer_one_s, peer_two_s;
     for (int round = 0; round < (m == "small" ? rounds : 1); ++round) {
       std::vector<double> one = Launch(1, args(1)), two = Launch(2, args(2));
-      const double peer_one = Peer(m, 1, batch, frames, size, timed), peer_two = Peer(m, 2, batch, frames, size, timed);
+      const double peer_one = Peer(m, 1, batch, frames, size, timed),
+                   peer_two = Peer(m, 2, batch, frames, size, timed);
       if (one.empty() || two.size() < 2 || peer_one <= 0 || peer_two <= 0) {
         std::printf("%s: a run failed\n", m.c_str());
         return 1;
@@ -290,10 +316,12 @@ int main(int argc, char** argv) {
     const double peer_one = Median(peer_one_s), peer_two = Median(peer_two_s);
     const char* label = m == "small" ? "R(2+1)D small (width 16, 1-1-1-1)" : "R(2+1)D-18";
     std::printf("\n%s\n", label);
-    std::printf("  step, 2 ranks: Reel %.3f s, PyTorch DDP %.3f s, ratio %.2f (goal <= %s)\n", two[0], peer_two,
-                two[0] / peer_two, m == "small" ? "0.95" : "1.0");
-    std::printf("  step, 1 rank:  Reel %.3f s, PyTorch %.3f s (DDP with one process)\n", one[0], peer_one);
-    std::printf("  scaling efficiency 1 -> 2 ranks: Reel %.2f, PyTorch DDP %.2f\n", one[0] / two[0], peer_one / peer_two);
+    std::printf("  step, 2 ranks: Reel %.3f s, PyTorch DDP %.3f s, ratio %.2f (goal <= %s)\n",
+                two[0], peer_two, two[0] / peer_two, m == "small" ? "0.95" : "1.0");
+    std::printf("  step, 1 rank:  Reel %.3f s, PyTorch %.3f s (DDP with one process)\n", one[0],
+                peer_one);
+    std::printf("  scaling efficiency 1 -> 2 ranks: Reel %.2f, PyTorch DDP %.2f\n", one[0] / two[0],
+                peer_one / peer_two);
     std::printf("  communication hidden behind backward (Reel): %.0f%%\n", 100 * two[1]);
   }
   std::vector<double> bw = Launch(2, {"bandwidth", std::to_string(bw_steps)});
@@ -302,9 +330,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto busbw = [&](double seconds) { return bw[0] * 2.0 * (2 - 1) / 2 / seconds / 1e9; };
-  std::printf("\nall-reduce of R(2+1)D-18's gradients (%.1f MB), 2 ranks, %d pairs\n", bw[0] / 1e6, bw_steps);
-  std::printf("  reducer (buckets filled from hooks):            %.3f s, bus bandwidth %.2f GB/s\n", bw[1], busbw(bw[1]));
-  std::printf("  raw ProcessGroupGloo all-reduce, one tensor:     %.3f s, bus bandwidth %.2f GB/s\n", bw[2], busbw(bw[2]));
-  std::printf("  ratio %.2f, median of back-to-back pairs (quartiles %.2f-%.2f; goal >= 0.9)\n", bw[3], bw[4], bw[5]);
+  std::printf("\nall-reduce of R(2+1)D-18's gradients (%.1f MB), 2 ranks, %d pairs\n", bw[0] / 1e6,
+              bw_steps);
+  std::printf("  reducer (buckets filled from hooks):            %.3f s, bus bandwidth %.2f GB/s\n",
+              bw[1], busbw(bw[1]));
+  std::printf(
+      "  raw ProcessGroupGloo all-reduce, one tensor:     %.3f s, bus bandwidth %.2f GB/s\n", bw[2],
+      busbw(bw[2]));
+  std::printf("  ratio %.2f, median of back-to-back pairs (quartiles %.2f-%.2f; goal >= 0.9)\n",
+              bw[3], bw[4], bw[5]);
   return 0;
 }

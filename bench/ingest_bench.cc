@@ -9,18 +9,18 @@
 //   ingest_bench [--threads N] [--per-class N] [--clip-frames N] [--short-side N] [--keep DIR]
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "base/testing/shell.h"
 #include "datagen/datagen.h"
 #include "dataset/manifest.h"
 #include "ingest/pipeline.h"
 #include "storage/local_store.h"
+#include "testing/shell.h"
 
 namespace {
 
@@ -60,12 +60,19 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) Die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--threads") threads = std::stoi(value());
-    else if (a == "--per-class") per_class = std::stoi(value());
-    else if (a == "--clip-frames") clip_frames = std::stoi(value());
-    else if (a == "--short-side") short_side = std::stoi(value());
-    else if (a == "--keep") keep = value();
-    else Die("usage: ingest_bench [--threads N] [--per-class N] [--clip-frames N] [--short-side N] [--keep DIR]");
+    if (a == "--threads")
+      threads = std::stoi(value());
+    else if (a == "--per-class")
+      per_class = std::stoi(value());
+    else if (a == "--clip-frames")
+      clip_frames = std::stoi(value());
+    else if (a == "--short-side")
+      short_side = std::stoi(value());
+    else if (a == "--keep")
+      keep = value();
+    else
+      Die("usage: ingest_bench [--threads N] [--per-class N] [--clip-frames N] [--short-side N] "
+          "[--keep DIR]");
   }
   const char* source_dir = std::getenv("REEL_SOURCE_DIR");
   std::string repo = source_dir ? source_dir : ".";
@@ -86,7 +93,9 @@ int main(int argc, char** argv) {
   std::string manifest = "path,label\n";
   std::vector<std::string> files;
   for (const auto& video : generated->videos) {
-    manifest += video.key + "," + std::string(reel::datagen::MotionName(generated->classes[video.class_index - 1])) + "\n";
+    manifest += video.key + "," +
+                std::string(reel::datagen::MotionName(generated->classes[video.class_index - 1])) +
+                "\n";
     files.push_back(input + "/" + video.key);
   }
   int real = 0;
@@ -102,14 +111,17 @@ int main(int argc, char** argv) {
   for (const auto& f : files) file_args += " '" + f + "'";
   int64_t frames = 0;
   for (const auto& f : files) {
-    std::string count = Run("ffprobe -v error -select_streams v:0 -count_packets -show_entries "
-                            "stream=nb_read_packets -of csv=p=0 '" + f + "' 2>/dev/null");
+    std::string count =
+        Run("ffprobe -v error -select_streams v:0 -count_packets -show_entries "
+            "stream=nb_read_packets -of csv=p=0 '" +
+            f + "' 2>/dev/null");
     frames += std::atoll(count.c_str());
   }
-  std::printf("input: %zu videos (%zu synthetic %dx%d, %d real clips), %lld frames; %d threads; "
-              "clips of %d frames, short side %d\n\n",
-              files.size(), generated->videos.size(), dg.width, dg.height, real,
-              static_cast<long long>(frames), threads, clip_frames, short_side);
+  std::printf(
+      "input: %zu videos (%zu synthetic %dx%d, %d real clips), %lld frames; %d threads; "
+      "clips of %d frames, short side %d\n\n",
+      files.size(), generated->videos.size(), dg.width, dg.height, real,
+      static_cast<long long>(frames), threads, clip_frames, short_side);
 
   // (a) The limit: decode everything to null.
   auto start = Clock::now();
@@ -146,20 +158,25 @@ int main(int argc, char** argv) {
     double clips_s = records / s;
     if (mode == reel::dataset::DatasetMode::kVideo) video_clips_s = clips_s;
     char what[64];
-    std::snprintf(what, sizeof what, "reel ingest --mode %s", std::string(reel::dataset::DatasetModeName(mode)).c_str());
-    std::printf("%-44s %7.1f videos/s %9.1f frames/s %7.1f clips/s   %.2fx the limit   %7.1f KiB/clip  (%zu skipped)\n",
-                what, n / s, frames / s, clips_s, ffmpeg_s / s,
-                bytes / 1024.0 / std::max<uint64_t>(1, records), report->failed.size());
+    std::snprintf(what, sizeof what, "reel ingest --mode %s",
+                  std::string(reel::dataset::DatasetModeName(mode)).c_str());
+    std::printf(
+        "%-44s %7.1f videos/s %9.1f frames/s %7.1f clips/s   %.2fx the limit   %7.1f KiB/clip  "
+        "(%zu skipped)\n",
+        what, n / s, frames / s, clips_s, ffmpeg_s / s,
+        bytes / 1024.0 / std::max<uint64_t>(1, records), report->failed.size());
   }
 
   // (b) The naive pipeline.
   char clip_seconds[32];
-  std::snprintf(clip_seconds, sizeof clip_seconds, "%.4f", clip_frames / static_cast<double>(dg.fps));
+  std::snprintf(clip_seconds, sizeof clip_seconds, "%.4f",
+                clip_frames / static_cast<double>(dg.fps));
   for (const char* reader : {"cv2", "av"}) {
     start = Clock::now();
-    std::string line = Run("/usr/bin/python3 '" + repo + "/bench/naive_ingest.py' '" + work + "/naive-" +
-                           reader + "' " + clip_seconds + " " + std::to_string(short_side) + " " +
-                           std::to_string(threads) + " " + reader + file_args + " 2>/dev/null");
+    std::string line =
+        Run("/usr/bin/python3 '" + repo + "/bench/naive_ingest.py' '" + work + "/naive-" + reader +
+            "' " + clip_seconds + " " + std::to_string(short_side) + " " + std::to_string(threads) +
+            " " + reader + file_args + " 2>/dev/null");
     double s = Since(start);
     long ok = 0, clips = 0, bytes = 0;
     if (std::sscanf(line.c_str(), "%ld %ld %ld", &ok, &clips, &bytes) != 3) {
@@ -168,8 +185,9 @@ int main(int argc, char** argv) {
     }
     char what[96];
     std::snprintf(what, sizeof what, "naive: ffmpeg segment + %s JPEG dump", reader);
-    std::printf("%-44s %7.1f videos/s %9.1f clips/s   reel video mode is %.1fx faster   %7.1f KiB/clip\n",
-                what, n / s, clips / s, video_clips_s / (clips / s), bytes / 1024.0 / std::max(1L, clips));
+    std::printf(
+        "%-44s %7.1f videos/s %9.1f clips/s   reel video mode is %.1fx faster   %7.1f KiB/clip\n",
+        what, n / s, clips / s, video_clips_s / (clips / s), bytes / 1024.0 / std::max(1L, clips));
   }
   if (keep.empty()) Run("rm -rf '" + work + "'");
   return 0;

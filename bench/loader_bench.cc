@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/testing/shell.h"
 #include "datagen/datagen.h"
 #include "dataset/frames_codec.h"
 #include "dataset/shard_reader.h"
@@ -22,11 +21,14 @@
 #include "loader/loader.h"
 #include "media/decoder.h"
 #include "storage/local_store.h"
+#include "testing/shell.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 [[noreturn]] void Die(const std::string& m) {
   std::fprintf(stderr, "loader_bench: %s\n", m.c_str());
@@ -44,7 +46,8 @@ double DecodeLimit(reel::storage::ObjectStore& store, int threads) {
   for (uint32_t s : *shards) {
     auto reader = reel::dataset::ShardReader::Open(store, "", "train", s);
     if (!reader.ok()) Die(reader.status().ToString());
-    for (size_t i = 0; i < (*reader)->num_records(); ++i) work.push_back({static_cast<uint32_t>(readers.size()), i});
+    for (size_t i = 0; i < (*reader)->num_records(); ++i)
+      work.push_back({static_cast<uint32_t>(readers.size()), i});
     readers.push_back(std::move(*reader));
   }
   std::atomic<size_t> next{0};
@@ -59,8 +62,10 @@ double DecodeLimit(reel::storage::ObjectStore& store, int threads) {
           (void)reel::dataset::DecodeFrames(record->payload);
         } else {
           reel::media::DecodeOptions o;
-          auto decoder = reel::media::VideoDecoder::Open(reel::media::Input::View(record->payload, record->key), o);
-          if (decoder.ok()) (void)(*decoder)->ForEachFrame([](reel::media::Frame&&) { return reel::Status::Ok(); });
+          auto decoder = reel::media::VideoDecoder::Open(
+              reel::media::Input::View(record->payload, record->key), o);
+          if (decoder.ok())
+            (void)(*decoder)->ForEachFrame([](reel::media::Frame&&) { return reel::Status::Ok(); });
         }
       }
     });
@@ -79,11 +84,16 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) Die(a + " needs a value");
       return std::atoi(argv[++i]);
     };
-    if (a == "--threads") threads = value();
-    else if (a == "--per-class") per_class = value();
-    else if (a == "--batch") batch = value();
-    else if (a == "--epochs") epochs = value();
-    else Die("usage: loader_bench [--threads N] [--per-class N] [--batch N] [--epochs N]");
+    if (a == "--threads")
+      threads = value();
+    else if (a == "--per-class")
+      per_class = value();
+    else if (a == "--batch")
+      batch = value();
+    else if (a == "--epochs")
+      epochs = value();
+    else
+      Die("usage: loader_bench [--threads N] [--per-class N] [--batch N] [--epochs N]");
   }
   const char* source = std::getenv("REEL_SOURCE_DIR");
   std::string repo = source ? source : ".";
@@ -108,24 +118,27 @@ int main(int argc, char** argv) {
     files += " '" + work + "/raw/" + v.key + "'";
     ++train_videos;
   }
-  std::printf("input: %d training videos %dx%d, 32-48 frames; clips of %d frames (stride %d) at %dx%d, "
-              "batch %d, %d threads/workers\n\n", train_videos, dg.width, dg.height, frames, stride,
-              size, size, batch, threads);
+  std::printf(
+      "input: %d training videos %dx%d, 32-48 frames; clips of %d frames (stride %d) at %dx%d, "
+      "batch %d, %d threads/workers\n\n",
+      train_videos, dg.width, dg.height, frames, stride, size, size, batch, threads);
 
   // The peer: PyTorch DataLoader over the raw videos (one clip per video per epoch).
   double peer_clips_s = 0;
   {
-    std::string line = Run("/usr/bin/python3 '" + repo + "/bench/torch_loader_peer.py' " +
-                           std::to_string(threads) + " " + std::to_string(batch) + " " +
-                           std::to_string(frames) + " " + std::to_string(stride) + " " +
-                           std::to_string(size) + files + " 2>/dev/null");
+    std::string line =
+        Run("/usr/bin/python3 '" + repo + "/bench/torch_loader_peer.py' " +
+            std::to_string(threads) + " " + std::to_string(batch) + " " + std::to_string(frames) +
+            " " + std::to_string(stride) + " " + std::to_string(size) + files + " 2>/dev/null");
     double clips = 0, seconds = 0;
     if (std::sscanf(line.c_str(), "%lf %lf", &clips, &seconds) == 2 && seconds > 0) {
       peer_clips_s = clips / seconds;
-      std::printf("%-46s %8.1f clips/s\n", "PyTorch DataLoader + PyAV/torchvision (raw)", peer_clips_s);
+      std::printf("%-46s %8.1f clips/s\n", "PyTorch DataLoader + PyAV/torchvision (raw)",
+                  peer_clips_s);
     } else {
-      std::printf("PyTorch peer failed (python3-torch, python3-torchvision, python3-av installed?): %s\n",
-                  line.c_str());
+      std::printf(
+          "PyTorch peer failed (python3-torch, python3-torchvision, python3-av installed?): %s\n",
+          line.c_str());
     }
   }
 
@@ -166,9 +179,10 @@ int main(int argc, char** argv) {
     }
     double s = Since(start);
     double clips_s = clips / s;
-    std::printf("%-46s %8.1f clips/s   decode limit %8.1f clips/s (%.2fx of it)   %.1fx the PyTorch peer\n",
-                ("reel loader, " + name + " mode").c_str(), clips_s, limit, clips_s / limit,
-                peer_clips_s > 0 ? clips_s / peer_clips_s : 0.0);
+    std::printf(
+        "%-46s %8.1f clips/s   decode limit %8.1f clips/s (%.2fx of it)   %.1fx the PyTorch peer\n",
+        ("reel loader, " + name + " mode").c_str(), clips_s, limit, clips_s / limit,
+        peer_clips_s > 0 ? clips_s / peer_clips_s : 0.0);
   }
   Run("rm -rf '" + work + "'");
   return 0;

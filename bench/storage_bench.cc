@@ -81,12 +81,17 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--size-mib") args.size_mib = std::stoull(next());
-    else if (a == "--repeat") args.repeat = std::stoi(next());
-    else if (a == "--dir") args.dir = next();
-    else if (a == "--no-s3") args.s3 = false;
+    if (a == "--size-mib")
+      args.size_mib = std::stoull(next());
+    else if (a == "--repeat")
+      args.repeat = std::stoi(next());
+    else if (a == "--dir")
+      args.dir = next();
+    else if (a == "--no-s3")
+      args.s3 = false;
     else {
-      std::fprintf(stderr, "usage: storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3]\n");
+      std::fprintf(stderr,
+                   "usage: storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3]\n");
       return 2;
     }
   }
@@ -146,9 +151,8 @@ int main(int argc, char** argv) {
     }
     return total == bytes;
   });
-  double cp_read_s = MedianSeconds(args.repeat, [&] {
-    return Shell("cp '" + work + "/store/obj.bin' /dev/null");
-  });
+  double cp_read_s = MedianSeconds(
+      args.repeat, [&] { return Shell("cp '" + work + "/store/obj.bin' /dev/null"); });
   std::printf("\n== local store (page cache warm; Reel fsyncs every put) ==\n");
   Row("put (fsync + rename)", mb / put_s, "cp + sync FILE", mb / cp_sync_s);
   Row("put (fsync + rename)", mb / put2_s, "dd bs=8M conv=fsync", mb / dd_fsync_s);
@@ -182,8 +186,10 @@ int main(int argc, char** argv) {
       if (!status.ok()) std::fprintf(stderr, "storage_bench: %s\n", status.ToString().c_str());
       return status.ok();
     };
-    double s3_put_single = MedianSeconds(args.repeat, [&] { return put_ok((*single)->Put("one.bin", data)); });
-    double s3_put_parallel = MedianSeconds(args.repeat, [&] { return put_ok((*parallel)->Put("par.bin", data)); });
+    double s3_put_single =
+        MedianSeconds(args.repeat, [&] { return put_ok((*single)->Put("one.bin", data)); });
+    double s3_put_parallel =
+        MedianSeconds(args.repeat, [&] { return put_ok((*parallel)->Put("par.bin", data)); });
     double curl_put = MedianSeconds(args.repeat, [&] {
       return Shell(curl + "-T '" + source + "' '" + url + "' -o /dev/null");
     });
@@ -198,8 +204,10 @@ int main(int argc, char** argv) {
     reel::storage::S3Options no_md5_options = *options;
     no_md5_options.content_md5 = false;
     auto no_md5 = reel::storage::S3Store::Open(bucket, "", no_md5_options);
-    double s3_put_no_md5 = MedianSeconds(args.repeat, [&] { return put_ok((*no_md5)->Put("par.bin", data)); });
-    double curl_get = MedianSeconds(args.repeat, [&] { return Shell(curl + "'" + url + "' -o /dev/null"); });
+    double s3_put_no_md5 =
+        MedianSeconds(args.repeat, [&] { return put_ok((*no_md5)->Put("par.bin", data)); });
+    double curl_get =
+        MedianSeconds(args.repeat, [&] { return Shell(curl + "'" + url + "' -o /dev/null"); });
 
     std::printf("\n== S3 (%s, %d-way parallel, %llu MiB parts) ==\n", options->endpoint.c_str(),
                 options->parallelism, static_cast<unsigned long long>(options->part_size >> 20));

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/testing/shell.h"
 #include "models/video_resnet.h"
+#include "testing/shell.h"
 
 namespace {
 
@@ -30,7 +30,9 @@ double MedianStep(reel::models::VideoResNet& model, int batch, int frames, int s
     torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
     loss.backward();
     sgd.step();
-    if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (i > 0)
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -43,29 +45,38 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::atoi(argv[i + 1]);
-    if (a == "--threads") threads = v;
-    else if (a == "--batch") batch = v;
-    else if (a == "--frames") frames = v;
-    else if (a == "--size") size = v;
-    else if (a == "--steps") steps = v;
+    if (a == "--threads")
+      threads = v;
+    else if (a == "--batch")
+      batch = v;
+    else if (a == "--frames")
+      frames = v;
+    else if (a == "--size")
+      size = v;
+    else if (a == "--steps")
+      steps = v;
     else {
-      std::fprintf(stderr, "usage: train_bench [--threads N] [--batch N] [--frames N] [--size N] [--steps N]\n");
+      std::fprintf(
+          stderr,
+          "usage: train_bench [--threads N] [--batch N] [--frames N] [--size N] [--steps N]\n");
       return 2;
     }
   }
   torch::set_num_threads(threads);
   const char* source = std::getenv("REEL_SOURCE_DIR");
   std::string peer = std::string(source ? source : ".") + "/bench/train_step_peer.py";
-  std::printf("input %d x 3 x %d x %d x %d, %d threads, median of %d steps (forward + backward + SGD)\n\n",
-              batch, frames, size, size, threads, steps);
+  std::printf(
+      "input %d x 3 x %d x %d x %d, %d threads, median of %d steps (forward + backward + SGD)\n\n",
+      batch, frames, size, size, threads, steps);
   struct Variant {
     const char* label;
     int width;
     std::array<int, 4> layers;
     std::string peer_args;
   };
-  for (const Variant& v : {Variant{"R(2+1)D-18", 64, {2, 2, 2, 2}, "r2plus1d_18"},
-                           Variant{"R(2+1)D small (width 16, 1-1-1-1)", 16, {1, 1, 1, 1}, "r2plus1d_small"}}) {
+  for (const Variant& v :
+       {Variant{"R(2+1)D-18", 64, {2, 2, 2, 2}, "r2plus1d_18"},
+        Variant{"R(2+1)D small (width 16, 1-1-1-1)", 16, {1, 1, 1, 1}, "r2plus1d_small"}}) {
     reel::models::VideoResNetOptions o;
     o.arch = reel::models::VideoArch::kR2Plus1D;
     o.num_classes = 8;
@@ -73,13 +84,15 @@ int main(int argc, char** argv) {
     o.layers = v.layers;
     reel::models::VideoResNet model(o);
     double reel_s = MedianStep(model, batch, frames, size, steps);
-    std::string args = v.peer_args + " " + std::to_string(threads) + " " + std::to_string(batch) + " " +
-                       std::to_string(frames) + " " + std::to_string(size) + " " + std::to_string(steps);
+    std::string args = v.peer_args + " " + std::to_string(threads) + " " + std::to_string(batch) +
+                       " " + std::to_string(frames) + " " + std::to_string(size) + " " +
+                       std::to_string(steps);
     if (v.width != 64) args += " 16 1 1 1 1";
-    auto run = reel::testing::RunCommand("/usr/bin/python3 '" + peer + "' " + args + " 2>/dev/null");
+    auto run =
+        reel::testing::RunCommand("/usr/bin/python3 '" + peer + "' " + args + " 2>/dev/null");
     double torch_s = std::atof(run.output.c_str());
-    std::printf("%-36s reel %7.3f s/step   PyTorch %7.3f s/step   ratio %.2f\n", v.label, reel_s, torch_s,
-                torch_s > 0 ? reel_s / torch_s : 0.0);
+    std::printf("%-36s reel %7.3f s/step   PyTorch %7.3f s/step   ratio %.2f\n", v.label, reel_s,
+                torch_s, torch_s > 0 ? reel_s / torch_s : 0.0);
   }
   return 0;
 }

@@ -8,24 +8,27 @@ function(reel_add_library name)
 endfunction()
 
 # reel_add_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...] [TIMEOUT s] [ENV ...]):
-# one GoogleTest binary, registered with ctest as one test. FIXTURES names ctest fixtures the
-# test needs (for example the Ceph cluster that tests/ceph_fixture starts and stops).
+# one GoogleTest binary, registered with ctest as one test, linked with the testing/ helpers.
+# LABELS defaults to "unit" (no servers, quick); "integration" needs a server (Ceph, Slurm),
+# "slow" takes minutes. FIXTURES names ctest fixtures the test needs (for example the Ceph
+# cluster that ceph_start starts and ceph_stop stops).
 function(reel_add_test name)
   if(NOT REEL_BUILD_TESTS)
     return()
   endif()
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS;FIXTURES;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} reel_testing GTest::gtest GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "REEL_SOURCE_DIR=${PROJECT_SOURCE_DIR};REEL_BINARY_DIR=${PROJECT_BINARY_DIR};${ARG_ENV}")
-  if(ARG_LABELS)
-    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
   endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
   if(ARG_FIXTURES)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()

@@ -2,9 +2,11 @@
 # Installs the named Debian packages that are missing (benchmark peers and other extras that the
 # main setup does not need). Usage: install-packages.sh PACKAGE...
 set -euo pipefail
+# One dpkg-query for all of them; a package it does not know is missing too.
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null | awk '/ install ok installed$/ {print $1}')
 missing=()
 for p in "$@"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  grep -qx "$p" <<<"$installed" || missing+=("$p")
 done
 ((${#missing[@]})) || exit 0
 SUDO=""

@@ -1,34 +1,49 @@
 #!/usr/bin/env bash
-# Installs everything Reel needs on a fresh Debian 12 machine. Idempotent: packages already
-# present are skipped, so a second run takes a second.
+# Installs what Reel needs on a fresh Debian 12 machine. Idempotent: packages already present are
+# skipped, so a second run takes a second.
+#   scripts/setup.sh          what building `reel` and running the main job needs (scripts/run.sh)
+#   scripts/setup.sh --tests  that, plus what the tests need: GoogleTest, the Python peers of the
+#                             parity tests, a single-host Ceph cluster and a Slurm cluster
+#                             (scripts/test.sh)
 set -euo pipefail
 
-PACKAGES=(
+RUN_PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates
+  build-essential cmake ninja-build ccache pkg-config
   # base
   libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
   libssl-dev libzstd-dev
   # storage
-  libcurl4-openssl-dev
-  # media
-  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
-  # tensors
-  libtorch-dev libopenblas0-pthread
-  # registry / sched / serve
-  libsqlite3-dev libcpp-httplib-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
-  # parity tests export models from torchvision
-  python3-torch python3-torchvision
-  # distributed training: Gloo headers for c10d, ip(8) for the two-namespace test, pgrep(1)
-  # for the worker-recovery test
-  libgloo-dev iproute2 procps
+  libcurl4-openssl-dev ca-certificates
+  # media (ffmpeg's command line is not needed: Reel links the libraries)
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  # tensors, and Gloo headers for c10d's process groups
+  libtorch-dev libopenblas0-pthread libgloo-dev
+  # the main job's closing summary
+  python3
+)
+
+TEST_PACKAGES=(
+  # test frameworks and the reference decoder of the media tests
+  libgtest-dev libgmock-dev ffmpeg git curl
+  # parity tests export models from torchvision and run PyTorch DDP
+  python3-numpy python3-torch python3-torchvision
+  # ip(8) for the two-namespace test, pgrep(1) for the worker-recovery test
+  iproute2 procps
   # a real S3 store for the tests: single-host Ceph with radosgw
   ceph-mon ceph-osd radosgw ceph-common
   # a real Slurm cluster for the tests: slurmctld and several slurmd on one host, private munged
   slurmctld slurmd slurm-client munge
+  # formatting and lint checks
+  clang-format clang-tidy
 )
 
-bash "$(dirname "$0")/install-packages.sh" "${PACKAGES[@]}"
+packages=("${RUN_PACKAGES[@]}")
+case "${1:-}" in
+  --tests) packages+=("${TEST_PACKAGES[@]}") ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 3 ;;
+esac
+
+bash "$(dirname "$0")/install-packages.sh" "${packages[@]}"
 echo "setup: all dependencies present"

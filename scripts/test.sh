@@ -4,7 +4,7 @@
 # Extra arguments go to ctest (e.g. -R storage, -L integration, -LE integration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEL_BUILD_TESTS=ON
 ninja -C build
 cd build

@@ -18,12 +18,18 @@ void RegisterTrain(CLI::App& app, int* exit_code);  // reel train and reel eval
 // 5 unavailable, 6 failed precondition, 1 anything else.
 inline int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kNotFound: return 2;
-    case StatusCode::kInvalidArgument: return 3;
-    case StatusCode::kPermissionDenied: return 4;
-    case StatusCode::kUnavailable: return 5;
-    case StatusCode::kFailedPrecondition: return 6;
-    default: return 1;
+    case StatusCode::kNotFound:
+      return 2;
+    case StatusCode::kInvalidArgument:
+      return 3;
+    case StatusCode::kPermissionDenied:
+      return 4;
+    case StatusCode::kUnavailable:
+      return 5;
+    case StatusCode::kFailedPrecondition:
+      return 6;
+    default:
+      return 1;
   }
 }
 

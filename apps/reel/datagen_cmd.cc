@@ -36,7 +36,8 @@ Status ParseSize(const std::string& text, int* width, int* height) {
 Status RunDatagen(DatagenCliOptions& o) {
   if (!o.size.empty()) REEL_RETURN_IF_ERROR(ParseSize(o.size, &o.gen.width, &o.gen.height));
   auto polarity = datagen::PolarityFromName(o.polarity);
-  if (!polarity) return InvalidArgumentError("--polarity '" + o.polarity + "': expected bright-on-dark or any");
+  if (!polarity)
+    return InvalidArgumentError("--polarity '" + o.polarity + "': expected bright-on-dark or any");
   o.gen.polarity = *polarity;
   o.gen.show_progress = !o.quiet;
   REEL_RETURN_IF_ERROR(datagen::ValidateOptions(o.gen));
@@ -68,39 +69,54 @@ void RegisterDatagen(CLI::App& app, int* exit_code) {
   auto& g = options.gen;
   CLI::App* cmd = app.add_subcommand(
       "datagen", "synthesise a labelled action dataset (UCF101 layout, H.264 MP4) on a store");
-  cmd->add_option("--out", options.out, "store URI to write into (local path, file://, s3://, mem://)")
+  cmd->add_option("--out", options.out,
+                  "store URI to write into (local path, file://, s3://, mem://)")
       ->required();
   cmd->add_option("--classes", g.num_classes, "number of classes (the first N motions)")
-      ->check(CLI::Range(1, datagen::kNumMotions))->capture_default_str();
+      ->check(CLI::Range(1, datagen::kNumMotions))
+      ->capture_default_str();
   cmd->add_option("--class-names", g.class_names,
                   "explicit classes, e.g. MoveLeft,Grow (overrides --classes)")
       ->delimiter(',');
   cmd->add_option("--per-class", g.videos_per_class, "videos per class")
-      ->check(CLI::Range(1, 99999))->capture_default_str();
+      ->check(CLI::Range(1, 99999))
+      ->capture_default_str();
   cmd->add_option("--train-fraction", g.train_fraction,
                   "fraction of each class listed in trainlist01.txt (the rest: testlist01.txt)")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--size", options.size, "frame size WIDTHxHEIGHT (overrides --width/--height)");
-  cmd->add_option("--width", g.width, "frame width")->check(CLI::Range(16, 4096))->capture_default_str();
-  cmd->add_option("--height", g.height, "frame height")->check(CLI::Range(16, 4096))->capture_default_str();
+  cmd->add_option("--width", g.width, "frame width")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
+  cmd->add_option("--height", g.height, "frame height")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
   cmd->add_option("--fps", g.fps, "frame rate")->check(CLI::Range(1, 240))->capture_default_str();
   cmd->add_option("--min-frames", g.min_frames, "shortest video, frames")
-      ->check(CLI::Range(2, 100000))->capture_default_str();
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
   cmd->add_option("--max-frames", g.max_frames, "longest video, frames")
-      ->check(CLI::Range(2, 100000))->capture_default_str();
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
   cmd->add_option("--seed", g.seed, "random seed: the same seed gives the same bytes")
       ->capture_default_str();
   cmd->add_option("--noise", g.noise, "per-frame noise amplitude, levels")
-      ->check(CLI::Range(0, 64))->capture_default_str();
-  cmd->add_option("--polarity", options.polarity,
-                  "bright-on-dark (shape brighter than background in every channel) or any (harder)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_option(
+         "--polarity", options.polarity,
+         "bright-on-dark (shape brighter than background in every channel) or any (harder)")
       ->capture_default_str();
   cmd->add_option("--crf", g.crf, "H.264 quality, 0 (lossless) .. 51")
-      ->check(CLI::Range(0, 51))->capture_default_str();
+      ->check(CLI::Range(0, 51))
+      ->capture_default_str();
   cmd->add_option("--gop", g.gop, "keyframe interval in frames (0: libx264's default)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--threads", options.threads, "worker threads (0: one per core)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", options.quiet, "no progress bar or summary");
   cmd->callback([exit_code] {
     Status status = RunDatagen(options);

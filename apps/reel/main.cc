@@ -1,7 +1,9 @@
-// reel: ingest, train, register and serve video models. Subcommands live one per file.
+// reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval). Subcommands
+// live one per file; `reel --help` lists exactly these.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "apps/reel/commands.h"
@@ -29,10 +31,20 @@ int main(int argc, char** argv) {
         reel::InitLogging(log_level, json_logs ? reel::LogFormat::kJson : reel::LogFormat::kAuto);
     if (!status.ok()) throw CLI::ValidationError("--log-level", status.message());
   });
+  // The one boundary every command runs inside: the parts return errors as values, so an
+  // exception that gets here is a library throwing past its adapter. It still ends as one line
+  // naming the command and exit code 1, never an abort or a core dump.
+  const std::string command = argc > 1 ? std::string("reel ") + argv[1] : "reel";
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: unexpected error: %s\n", command.c_str(), e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "%s: unexpected error of an unknown type\n", command.c_str());
+    return 1;
   }
   return exit_code;
 }

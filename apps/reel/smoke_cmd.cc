@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -91,7 +91,8 @@ Status RunSmoke(const SmokeOptions& o) {
   cache_options.directory = o.cache_dir;
   cache_options.max_bytes = 1ull << 30;
   REEL_ASSIGN_OR_RETURN(auto base_again, storage::OpenStore(o.store_uri));
-  REEL_ASSIGN_OR_RETURN(auto cached, storage::CachingStore::Open(std::move(base_again), cache_options));
+  REEL_ASSIGN_OR_RETURN(auto cached,
+                        storage::CachingStore::Open(std::move(base_again), cache_options));
   double read_s[2] = {0, 0};
   for (int pass = 0; pass < 2; ++pass) {
     start = std::chrono::steady_clock::now();
@@ -118,20 +119,24 @@ Status RunSmoke(const SmokeOptions& o) {
       if (n == 0) break;
       check.Update(std::string_view(buffer.data(), n));
     }
-    if (check.FinishHex() != large_expected) return DataLossError("large.bin read back differently");
+    if (check.FinishHex() != large_expected)
+      return DataLossError("large.bin read back differently");
   }
   double large_get_s = Seconds(start);
 
   auto mib_s = [](uint64_t bytes, double s) { return s > 0 ? bytes / s / (1 << 20) : 0.0; };
   uint64_t large_bytes = static_cast<uint64_t>(o.large_mib) << 20;
   std::printf("store      %s\n", store->uri().c_str());
-  std::printf("put        %d x %d KiB   %8.1f MiB/s\n", o.objects, o.object_kib, mib_s(small_bytes, small_put_s));
+  std::printf("put        %d x %d KiB   %8.1f MiB/s\n", o.objects, o.object_kib,
+              mib_s(small_bytes, small_put_s));
   std::printf("get        cold          %8.1f MiB/s\n", mib_s(small_bytes, read_s[0]));
   std::printf("get        cached        %8.1f MiB/s   (%llu hits, %llu misses)\n",
               mib_s(small_bytes, read_s[1]), static_cast<unsigned long long>(cache_stats.hits),
               static_cast<unsigned long long>(cache_stats.misses));
-  std::printf("stream put %d MiB        %8.1f MiB/s\n", o.large_mib, mib_s(large_bytes, large_put_s));
-  std::printf("stream get %d MiB        %8.1f MiB/s\n", o.large_mib, mib_s(large_bytes, large_get_s));
+  std::printf("stream put %d MiB        %8.1f MiB/s\n", o.large_mib,
+              mib_s(large_bytes, large_put_s));
+  std::printf("stream get %d MiB        %8.1f MiB/s\n", o.large_mib,
+              mib_s(large_bytes, large_get_s));
 
   if (!o.keep) {
     REEL_ASSIGN_OR_RETURN(auto all, storage::ListAll(*store, run));
@@ -149,17 +154,23 @@ Status RunSmoke(const SmokeOptions& o) {
 
 void RegisterSmoke(CLI::App& app, int* exit_code) {
   static SmokeOptions options;
-  CLI::App* smoke = app.add_subcommand("smoke", "write, list, read back and verify objects on a store");
+  CLI::App* smoke =
+      app.add_subcommand("smoke", "write, list, read back and verify objects on a store");
   smoke->add_option("--store", options.store_uri, "store URI (local path, file://, s3://, mem://)")
       ->capture_default_str();
   smoke->add_option("--cache-dir", options.cache_dir, "read-through cache directory")
       ->capture_default_str();
   smoke->add_option("--objects", options.objects, "number of small objects")
-      ->check(CLI::Range(1, 100000))->capture_default_str();
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   smoke->add_option("--object-kib", options.object_kib, "size of each small object in KiB")
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  smoke->add_option("--large-mib", options.large_mib, "size of the streamed object in MiB (multiple of 8)")
-      ->check(CLI::Range(8, 1 << 16))->capture_default_str();
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  smoke
+      ->add_option("--large-mib", options.large_mib,
+                   "size of the streamed object in MiB (multiple of 8)")
+      ->check(CLI::Range(8, 1 << 16))
+      ->capture_default_str();
   smoke->add_flag("--keep", options.keep, "keep the objects written");
   smoke->callback([exit_code] {
     Status status = RunSmoke(options);

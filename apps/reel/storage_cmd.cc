@@ -11,7 +11,6 @@
 #include "base/progress.h"
 #include "storage/object_store.h"
 #include "storage/open.h"
-#include "storage/s3_store.h"
 
 namespace reel::cli {
 namespace {
@@ -22,14 +21,18 @@ using storage::OpenObjectUri;
 int Fail(const Status& status) {
   std::fprintf(stderr, "reel storage: %s\n", status.ToString().c_str());
   switch (status.code()) {
-    case StatusCode::kNotFound: return 2;
-    case StatusCode::kInvalidArgument: return 3;
-    case StatusCode::kPermissionDenied: return 4;
-    case StatusCode::kUnavailable: return 5;
-    default: return 1;
+    case StatusCode::kNotFound:
+      return 2;
+    case StatusCode::kInvalidArgument:
+      return 3;
+    case StatusCode::kPermissionDenied:
+      return 4;
+    case StatusCode::kUnavailable:
+      return 5;
+    default:
+      return 1;
   }
 }
-
 
 std::string FormatTime(int64_t ms) {
   if (ms <= 0) return "-                  ";
@@ -179,11 +182,13 @@ int Stat(const std::string& uri) {
 int MakeBucket(const std::string& uri) {
   auto location = OpenObjectUri(uri);
   if (!location.ok()) return Fail(location.status());
-  auto* s3 = dynamic_cast<storage::S3Store*>(location->store.get());
-  if (s3 == nullptr || !location->key.empty()) {
+  if (!location->key.empty()) {
     return Fail(InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
   }
-  Status status = s3->CreateBucket();
+  Status status = location->store->CreateBucket();
+  if (status.code() == StatusCode::kUnimplemented) {
+    return Fail(InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
+  }
   if (!status.ok()) return Fail(status);
   std::printf("created %s\n", uri.c_str());
   return 0;
@@ -192,7 +197,8 @@ int MakeBucket(const std::string& uri) {
 }  // namespace
 
 void RegisterStorage(CLI::App& app, int* exit_code) {
-  CLI::App* storage = app.add_subcommand("storage", "list, copy, print, remove objects on any store");
+  CLI::App* storage =
+      app.add_subcommand("storage", "list, copy, print, remove objects on any store");
   storage->require_subcommand(1);
 
   auto* ls = storage->add_subcommand("ls", "list objects and prefixes under a URI");

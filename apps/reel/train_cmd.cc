@@ -1,5 +1,6 @@
 // reel train --config train.yaml [--resume] [--set key=value ...]
-//            [--nproc N [--nnodes M --node-rank K --master-addr HOST --master-port P] [--max-restarts R]]
+//            [--nproc N [--nnodes M --node-rank K --master-addr HOST --master-port P]
+//            [--max-restarts R]]
 // reel eval  --config train.yaml [--checkpoint URI] [--step N] [--split NAME] [--clips N]
 // One process trains a video classifier from a validated YAML config (src/train/train_config.h)
 // and evaluates checkpoints. Metrics go to <run_dir>/metrics.jsonl; the final report to stdout.
@@ -49,7 +50,8 @@ struct EvalFlags {
   bool json = false;
 };
 
-Result<train::TrainConfig> LoadConfig(const std::string& path, const std::vector<std::string>& overrides) {
+Result<train::TrainConfig> LoadConfig(const std::string& path,
+                                      const std::vector<std::string>& overrides) {
   if (overrides.empty()) return train::LoadTrainConfig(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("training config '" + path + "' cannot be read");
@@ -64,7 +66,8 @@ void PrintReport(const train::EvalReport& r, bool json) {
     return;
   }
   std::printf("clips %lld  top-1 %.4f  top-5 %.4f  videos %lld  video top-1 %.4f\n",
-              static_cast<long long>(r.clips), r.top1, r.top5, static_cast<long long>(r.videos), r.video_top1);
+              static_cast<long long>(r.clips), r.top1, r.top5, static_cast<long long>(r.videos),
+              r.video_top1);
   for (size_t c = 0; c < r.per_class.size(); ++c) {
     std::string name = c < r.class_names.size() ? r.class_names[c] : "class " + std::to_string(c);
     std::printf("  %-24s %.4f (%lld clips)\n", name.c_str(), r.per_class[c],
@@ -88,9 +91,11 @@ int RunLauncherCommand(const TrainFlags& flags) {
   o.max_restarts = flags.max_restarts;
   o.worker_argv = {self, "train", "--config", flags.config};
   for (const auto& s : flags.overrides) o.worker_argv.insert(o.worker_argv.end(), {"--set", s});
-  if (!flags.iface.empty()) o.worker_argv.insert(o.worker_argv.end(), {"--set", "dist.iface=" + flags.iface});
+  if (!flags.iface.empty())
+    o.worker_argv.insert(o.worker_argv.end(), {"--set", "dist.iface=" + flags.iface});
   if (flags.resume) o.worker_argv.push_back("--resume");
-  if (flags.stop_after > 0) o.worker_argv.insert(o.worker_argv.end(), {"--stop-after", std::to_string(flags.stop_after)});
+  if (flags.stop_after > 0)
+    o.worker_argv.insert(o.worker_argv.end(), {"--stop-after", std::to_string(flags.stop_after)});
   if (flags.quiet) o.worker_argv.push_back("--quiet");
   if (flags.json) o.worker_argv.push_back("--json");
   if (!flags.resume) o.restart_args = {"--resume"};
@@ -110,7 +115,8 @@ int RunLauncherCommand(const TrainFlags& flags) {
 }
 
 int RunTrainCommand(const TrainFlags& flags) {
-  if (flags.nproc > 1 || flags.nnodes > 1 || flags.max_restarts > 0) return RunLauncherCommand(flags);
+  if (flags.nproc > 1 || flags.nnodes > 1 || flags.max_restarts > 0)
+    return RunLauncherCommand(flags);
   auto world = dist::WorldFromEnvironment();
   if (!world.ok()) {
     std::fprintf(stderr, "reel train: %s\n", world.status().message().c_str());
@@ -130,23 +136,32 @@ int RunTrainCommand(const TrainFlags& flags) {
   options.world = *world;
   auto result = train::RunTraining(*config, options);
   if (!result.ok()) {
-    std::fprintf(stderr, "reel train%s: %s\n",
-                 world->distributed() ? (" (rank " + std::to_string(world->rank) + ")").c_str() : "",
-                 result.status().ToString().c_str());
+    std::fprintf(
+        stderr, "reel train%s: %s\n",
+        world->distributed() ? (" (rank " + std::to_string(world->rank) + ")").c_str() : "",
+        result.status().ToString().c_str());
     return ExitCodeFor(result.status());
   }
   if (world->rank != 0) return 0;  // rank 0 reports for the job
   if (flags.json) {
-    std::printf("{\"steps\": %lld, \"samples\": %lld, \"seconds\": %.3f, \"finished\": %s, \"resumed_from\": %lld%s%s}\n",
-                static_cast<long long>(result->steps), static_cast<long long>(result->samples), result->seconds,
-                result->finished ? "true" : "false", static_cast<long long>(result->resumed_from),
-                result->eval ? ", \"eval\": " : "", result->eval ? result->eval->ToJson().c_str() : "");
+    std::printf(
+        "{\"steps\": %lld, \"samples\": %lld, \"seconds\": %.3f, \"finished\": %s, "
+        "\"resumed_from\": %lld%s%s}\n",
+        static_cast<long long>(result->steps), static_cast<long long>(result->samples),
+        result->seconds, result->finished ? "true" : "false",
+        static_cast<long long>(result->resumed_from), result->eval ? ", \"eval\": " : "",
+        result->eval ? result->eval->ToJson().c_str() : "");
     return 0;
   }
-  std::printf("trained %lld steps (%lld samples) in %.1f s%s; metrics in %s/metrics.jsonl, checkpoints in %s\n",
-              static_cast<long long>(result->steps), static_cast<long long>(result->samples), result->seconds,
-              result->resumed_from >= 0 ? (", resumed from step " + std::to_string(result->resumed_from)).c_str() : "",
-              config->run_dir.c_str(), config->checkpoint_uri.c_str());
+  std::printf(
+      "trained %lld steps (%lld samples) in %.1f s%s; metrics in %s/metrics.jsonl, checkpoints in "
+      "%s\n",
+      static_cast<long long>(result->steps), static_cast<long long>(result->samples),
+      result->seconds,
+      result->resumed_from >= 0
+          ? (", resumed from step " + std::to_string(result->resumed_from)).c_str()
+          : "",
+      config->run_dir.c_str(), config->checkpoint_uri.c_str());
   if (result->eval) {
     std::printf("validation (%s): ", config->data.val_split.c_str());
     PrintReport(*result->eval, false);
@@ -182,29 +197,42 @@ void RegisterTrain(CLI::App& app, int* exit_code) {
   static TrainFlags train_flags;
   CLI::App* train = app.add_subcommand("train", "train a video classifier from a YAML config");
   train->add_option("--config", train_flags.config, "training config (YAML)")->required();
-  train->add_option("--set", train_flags.overrides, "override a config key, e.g. --set train.max_steps=20")
+  train
+      ->add_option("--set", train_flags.overrides,
+                   "override a config key, e.g. --set train.max_steps=20")
       ->take_all();
   train->add_flag("--resume", train_flags.resume, "continue from the latest checkpoint");
-  train->add_option("--stop-after", train_flags.stop_after, "stop after this many steps (resumable)")
+  train
+      ->add_option("--stop-after", train_flags.stop_after, "stop after this many steps (resumable)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   train->add_flag("--quiet", train_flags.quiet, "no progress bar");
   train->add_flag("--json", train_flags.json, "print the result as JSON");
   train->add_option("--nproc", train_flags.nproc, "worker processes on this node (data parallel)")
       ->check(CLI::Range(1, 1024));
-  train->add_option("--nnodes", train_flags.nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
-  train->add_option("--node-rank", train_flags.node_rank, "this node's rank (0 hosts the rendezvous)")
+  train->add_option("--nnodes", train_flags.nnodes, "nodes in the job")
+      ->check(CLI::Range(1, 65536));
+  train
+      ->add_option("--node-rank", train_flags.node_rank,
+                   "this node's rank (0 hosts the rendezvous)")
       ->check(CLI::Range(0, 65535));
-  train->add_option("--master-addr", train_flags.master_addr, "node 0's address (default 127.0.0.1)");
-  train->add_option("--master-port", train_flags.master_port, "rendezvous port (default: a free one, one node only)")
+  train->add_option("--master-addr", train_flags.master_addr,
+                    "node 0's address (default 127.0.0.1)");
+  train
+      ->add_option("--master-port", train_flags.master_port,
+                   "rendezvous port (default: a free one, one node only)")
       ->check(CLI::Range(0, 65535));
-  train->add_option("--max-restarts", train_flags.max_restarts,
-                    "restart all workers from the latest checkpoint up to this many times when one fails")
+  train
+      ->add_option(
+          "--max-restarts", train_flags.max_restarts,
+          "restart all workers from the latest checkpoint up to this many times when one fails")
       ->check(CLI::Range(0, 1000));
-  train->add_option("--iface", train_flags.iface, "network interface for collectives (sets dist.iface)");
+  train->add_option("--iface", train_flags.iface,
+                    "network interface for collectives (sets dist.iface)");
   train->callback([exit_code] { *exit_code = RunTrainCommand(train_flags); });
 
   static EvalFlags eval_flags;
-  CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint: top-1/5, per class, video level");
+  CLI::App* eval =
+      app.add_subcommand("eval", "evaluate a checkpoint: top-1/5, per class, video level");
   eval->add_option("--config", eval_flags.config, "training config (YAML) of the run")->required();
   eval->add_option("--set", eval_flags.overrides, "override a config key")->take_all();
   eval->add_option("--checkpoint", eval_flags.checkpoint, "checkpoint URI (default: the config's)");

@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
 namespace reel {
 namespace {
 
@@ -37,13 +40,13 @@ constexpr char kTrain[] =
 
 ConfigNode Load(const char* text = kTrain) {
   auto config = ConfigNode::LoadString(text, "train.yaml");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_OK(config);
   return std::move(config).value();
 }
 
 ConfigNode ChildOf(const ConfigNode& node, const char* key) {
   auto child = node.Child(key);
-  EXPECT_TRUE(child.ok()) << child.status().ToString();
+  EXPECT_OK(child);
   return std::move(child).value();
 }
 
@@ -70,7 +73,7 @@ TEST(ConfigTest, NonNumberNamesFileLineColumnAndKey) {
   ConfigNode optimizer = ChildOf(Load(), "optimizer");
   auto lr = optimizer.GetDouble("lr");
   ASSERT_FALSE(lr.ok());
-  EXPECT_EQ(lr.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(lr, StatusCode::kInvalidArgument);
   EXPECT_EQ(lr.status().message(),
             "train.yaml:5:7: key 'optimizer.lr': expected a number, got 'fast'");
 }
@@ -153,7 +156,7 @@ TEST(ConfigTest, MissingRequiredKeyIsNotFoundWithDottedPath) {
   ConfigNode model = ChildOf(Load(), "model");
   auto width = model.GetInt("width");
   ASSERT_FALSE(width.ok());
-  EXPECT_EQ(width.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(width, StatusCode::kNotFound);
   // Points at the map the key is missing from.
   EXPECT_EQ(width.status().message(), "train.yaml:2:3: key 'model.width': required key is missing");
 }
@@ -175,8 +178,8 @@ TEST(ConfigTest, NullSectionActsAsEmptyMap) {
   ConfigNode data = ChildOf(Load(), "data");
   EXPECT_TRUE(data.IsNull());
   EXPECT_EQ(*data.GetInt("workers", 4), 4);
-  EXPECT_TRUE(data.CheckKeys({"workers"}).ok());
-  EXPECT_EQ(data.GetInt("workers").status().code(), StatusCode::kNotFound);
+  EXPECT_OK(data.CheckKeys({"workers"}));
+  EXPECT_STATUS(data.GetInt("workers"), StatusCode::kNotFound);
   EXPECT_TRUE(data.Elements()->empty());
 }
 
@@ -184,7 +187,7 @@ TEST(ConfigTest, SequencePathsUseIndices) {
   ConfigNode layers = ChildOf(Load(), "layers");
   ASSERT_TRUE(layers.IsSequence());
   auto elements = layers.Elements();
-  ASSERT_TRUE(elements.ok());
+  ASSERT_OK(elements);
   ASSERT_EQ(elements->size(), 3u);
   EXPECT_EQ((*elements)[1].path(), "layers[1]");
   EXPECT_EQ(*(*elements)[1].GetInt("width"), 128);
@@ -197,9 +200,9 @@ TEST(ConfigTest, SequencePathsUseIndices) {
 TEST(ConfigTest, NestedSequencesInRootSequence) {
   ConfigNode root = Load("- [1, 2]\n- [3, x]\n");
   auto outer = root.Elements();
-  ASSERT_TRUE(outer.ok());
+  ASSERT_OK(outer);
   auto inner = (*outer)[1].Elements();
-  ASSERT_TRUE(inner.ok());
+  ASSERT_OK(inner);
   EXPECT_EQ((*inner)[1].path(), "[1][1]");
   EXPECT_EQ(*(*inner)[0].AsInt(), 3);
   EXPECT_EQ((*inner)[1].AsInt().status().message(),
@@ -209,10 +212,10 @@ TEST(ConfigTest, NestedSequencesInRootSequence) {
 TEST(ConfigTest, CheckKeysNamesUnknownKeyAndAllowedOnes) {
   ConfigNode root = Load("model: {}\noptimiser:\n  lr: 1\n");
   Status s = root.CheckKeys({"model", "optimizer", "data"});
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(s, StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "train.yaml:2:1: unknown key 'optimiser' (expected one of: model, optimizer, data)");
-  EXPECT_TRUE(root.CheckKeys({"optimiser", "model"}).ok());
+  EXPECT_OK(root.CheckKeys({"optimiser", "model"}));
 }
 
 TEST(ConfigTest, CheckKeysUsesDottedPathInNestedMap) {
@@ -231,18 +234,18 @@ TEST(ConfigTest, WrongNodeKinds) {
   ConfigNode layers = ChildOf(root, "layers");
   EXPECT_EQ(layers.Child("x").status().message(),
             "train.yaml:13:3: key 'layers': expected a map, got a sequence");
-  EXPECT_EQ(layers.CheckKeys({"x"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(layers.CheckKeys({"x"}), StatusCode::kInvalidArgument);
   EXPECT_EQ(root.GetString("layers").status().message(),
             "train.yaml:13:3: key 'layers': expected a string, got a sequence");
   EXPECT_EQ(ChildOf(root, "model").Elements().status().message(),
             "train.yaml:2:3: key 'model': expected a sequence, got a map");
-  EXPECT_EQ(root.GetString("data").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(root.GetString("data"), StatusCode::kInvalidArgument);
 }
 
 TEST(ConfigTest, SyntaxErrorHasFileLineColumnAndYamlMessage) {
   auto config = ConfigNode::LoadString("a: 1\nb:\n  c: [1, 2\n", "bad.yaml");
   ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(config, StatusCode::kInvalidArgument);
   EXPECT_EQ(config.status().message(), "bad.yaml:4:1: end of sequence flow not found");
 
   auto indent = ConfigNode::LoadString("a: 1\n  b: 2\n", "indent.yaml");
@@ -263,28 +266,25 @@ TEST(ConfigTest, DefaultSourceNameAndRootWhere) {
 }
 
 TEST(ConfigTest, LoadFileUsesPathInMessages) {
-  char dir_template[] = "/tmp/reel_config_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  reel::testing::TempDir dir_template_owner;
+  const std::string dir_template = dir_template_owner.path();
   const std::string path = std::string(dir_template) + "/train.yaml";
   {
     std::ofstream out(path);
     out << "epochs: 3\nlr: x\n";
   }
   auto config = ConfigNode::LoadFile(path);
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_OK(config);
   EXPECT_EQ(*config->GetInt("epochs"), 3);
   EXPECT_EQ(config->GetDouble("lr").status().message(),
             path + ":2:5: key 'lr': expected a number, got 'x'");
 
   auto missing = ConfigNode::LoadFile(std::string(dir_template) + "/nope.yaml");
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(missing, StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("nope.yaml"), std::string::npos);
 
   auto directory = ConfigNode::LoadFile(dir_template);
   EXPECT_FALSE(directory.ok());
-
-  std::remove(path.c_str());
-  rmdir(dir_template);
 }
 
 TEST(ConfigTest, ConcurrentReadsOfOneNode) {

@@ -4,9 +4,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cinttypes>
 #include <cstdio>
+
+#include "base/check.h"
 
 namespace reel {
 namespace {
@@ -102,7 +103,7 @@ Hasher::~Hasher() {
 }
 
 void Hasher::Update(std::string_view data) {
-  assert(!state_->finished && "Hasher::Update after FinishHex");
+  REEL_CHECK(!state_->finished) << "Hasher::Update after FinishHex";
   if (!state_->ok || state_->finished) return;
   if (state_->xxh != nullptr) {
     state_->ok = XXH3_64bits_update(state_->xxh, data.data(), data.size()) == XXH_OK;

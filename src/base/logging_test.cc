@@ -1,11 +1,11 @@
 #include "base/logging.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/logging_internal.h"
+#include "testing/status_matchers.h"
 
 namespace reel {
 namespace {
@@ -82,7 +83,7 @@ TEST(LoggingTest, LevelNames) {
 
 TEST(LoggingTest, UnknownLevelIsInvalidArgument) {
   Status s = InitLogging("verbose");
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(s, StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'verbose'"), std::string::npos);
 }
 
@@ -110,7 +111,7 @@ class CapturedLogging : public ::testing::Test {
   void SetUp() override { sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_); }
   void TearDown() override {
     // Back to stderr so later tests do not write into a destroyed stream.
-    ASSERT_TRUE(InitLogging("info").ok());
+    ASSERT_OK(InitLogging("info"));
   }
   std::vector<nlohmann::json> Lines() {
     std::vector<nlohmann::json> lines;
@@ -125,7 +126,7 @@ class CapturedLogging : public ::testing::Test {
 
 TEST_F(CapturedLogging, LoggersWriteJsonThroughTheSharedSink) {
   auto early = Logger("early");  // exists before the reconfiguration below
-  ASSERT_TRUE(internal::InitLoggingWithSink("debug", LogFormat::kJson, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("debug", LogFormat::kJson, sink_));
   early->debug("hello {}", 42);
   Logger("late")->info("quote \" here");
   early->trace("filtered out");
@@ -144,14 +145,14 @@ TEST_F(CapturedLogging, LoggersWriteJsonThroughTheSharedSink) {
 
 TEST_F(CapturedLogging, InitLoggingReconfiguresLevelsOfExistingLoggers) {
   auto logger = Logger("levels");
-  ASSERT_TRUE(internal::InitLoggingWithSink("error", LogFormat::kJson, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("error", LogFormat::kJson, sink_));
   EXPECT_EQ(logger->level(), spdlog::level::err);
   logger->warn("dropped");
   logger->error("kept");
-  ASSERT_TRUE(internal::InitLoggingWithSink("WARN", LogFormat::kJson, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("WARN", LogFormat::kJson, sink_));
   EXPECT_EQ(logger->level(), spdlog::level::warn);
   logger->warn("now kept");
-  ASSERT_TRUE(internal::InitLoggingWithSink("off", LogFormat::kJson, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("off", LogFormat::kJson, sink_));
   logger->critical("silenced");
 
   const auto lines = Lines();
@@ -161,7 +162,7 @@ TEST_F(CapturedLogging, InitLoggingReconfiguresLevelsOfExistingLoggers) {
 }
 
 TEST_F(CapturedLogging, HumanFormat) {
-  ASSERT_TRUE(internal::InitLoggingWithSink("info", LogFormat::kHuman, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("info", LogFormat::kHuman, sink_));
   Logger("human")->info("plain text");
   const std::string out = out_.str();
   EXPECT_NE(out.find("[human] plain text\n"), std::string::npos) << out;
@@ -170,7 +171,7 @@ TEST_F(CapturedLogging, HumanFormat) {
 }
 
 TEST_F(CapturedLogging, ManyThreadsLogWholeLines) {
-  ASSERT_TRUE(internal::InitLoggingWithSink("info", LogFormat::kJson, sink_).ok());
+  ASSERT_OK(internal::InitLoggingWithSink("info", LogFormat::kJson, sink_));
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([t] {

@@ -11,7 +11,6 @@
 namespace reel {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);  // at most 10 redraws a second
 constexpr const char* kByteUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 constexpr int kLastByteUnit = 6;
@@ -74,12 +73,13 @@ void WriteToStderr(const std::string& text) {
 
 }  // namespace
 
-Progress::Progress(std::string label, uint64_t total, Unit unit, bool enabled)
+Progress::Progress(std::string label, uint64_t total, Unit unit, bool enabled, Clock* clock)
     : label_(std::move(label)),
       total_(total),
       unit_(unit),
       visible_(enabled && isatty(STDERR_FILENO) == 1),
-      start_(Clock::now()),
+      clock_(clock),
+      start_(clock->Now()),
       last_draw_(start_) {}
 
 Progress::~Progress() { Finish(); }
@@ -91,7 +91,7 @@ void Progress::Add(uint64_t amount) {
   // the next Add draws the newer count anyway.
   std::unique_lock<std::mutex> lock(draw_mu_, std::try_to_lock);
   if (!lock.owns_lock() || finished_) return;
-  const auto now = Clock::now();
+  const auto now = clock_->Now();
   if (now - last_draw_ < kRedrawInterval) return;
   last_draw_ = now;
   Draw(false);
@@ -113,7 +113,7 @@ void Progress::Finish() {
 
 // Called with draw_mu_ held.
 void Progress::Draw(bool final_line) {
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double elapsed = std::chrono::duration<double>(clock_->Now() - start_).count();
   const uint64_t done = done_.load();
   const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
 

@@ -9,14 +9,18 @@
 #include <mutex>
 #include <string>
 
+#include "base/clock.h"
+
 namespace reel {
 
 class Progress {
  public:
   enum class Unit { kBytes, kItems };
 
-  // total == 0 means unknown (no percentage or ETA). `enabled` false forces silence.
-  Progress(std::string label, uint64_t total, Unit unit = Unit::kBytes, bool enabled = true);
+  // total == 0 means unknown (no percentage or ETA). `enabled` false forces silence. `clock`
+  // (not owned) times redraws and rates.
+  Progress(std::string label, uint64_t total, Unit unit = Unit::kBytes, bool enabled = true,
+           Clock* clock = Clock::System());
   ~Progress();  // calls Finish()
 
   void Add(uint64_t amount);
@@ -44,8 +48,9 @@ class Progress {
   std::atomic<uint64_t> done_{0};
   std::atomic<uint64_t> secondary_{0};
   std::string secondary_name_;  // guarded by draw_mu_
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_draw_;
+  Clock* clock_;
+  Clock::TimePoint start_;
+  Clock::TimePoint last_draw_;
   std::mutex draw_mu_;
   bool finished_ = false;
 };

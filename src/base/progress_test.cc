@@ -144,9 +144,10 @@ TEST(ProgressTest, DrawsOnATerminal) {
   PtyStderr pty;
   if (!pty.ok()) GTEST_SKIP() << "no pseudo-terminal available";
   {
-    Progress progress("upload", 2 * 1024 * 1024);
+    FakeClock clock;
+    Progress progress("upload", 2 * 1024 * 1024, Progress::Unit::kBytes, true, &clock);
     EXPECT_TRUE(progress.visible());
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past the redraw interval
+    clock.Advance(std::chrono::milliseconds(120));  // past the redraw interval
     progress.Add(1024 * 1024);
     progress.Finish();
     progress.Finish();  // the final line is drawn once

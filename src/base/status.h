@@ -5,12 +5,13 @@
 // Thread-safety: Status and Result are values; distinct objects may be used from any thread.
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+
+#include "base/check.h"
 
 namespace reel {
 
@@ -25,9 +26,9 @@ enum class StatusCode {
   kFailedPrecondition,  // the system is not in a state where this works (e.g. not a directory)
   kOutOfRange,          // a read past the end of an object
   kUnimplemented,
-  kInternal,            // an invariant of a dependency broke; the message says which
-  kUnavailable,         // a server or network could not be reached; retrying later may help
-  kDataLoss,            // stored bytes are corrupt or truncated
+  kInternal,     // an invariant of a dependency broke; the message says which
+  kUnavailable,  // a server or network could not be reached; retrying later may help
+  kDataLoss,     // stored bytes are corrupt or truncated
   kDeadlineExceeded,
 };
 
@@ -50,6 +51,10 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "context: message" (no-op when OK). Used to add the file,
   // key or operation as an error travels up.
   Status WithContext(std::string_view context) const;
+
+  // Drops this status on purpose. Every call site says why in a comment; Status is [[nodiscard]]
+  // so that no error is dropped by accident.
+  void IgnoreError() const {}
 
   friend bool operator==(const Status& a, const Status& b) {
     return a.code_ == b.code_ && a.message_ == b.message_;
@@ -82,9 +87,9 @@ Status ErrnoToStatus(int err, std::string_view context);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
-    assert(!std::get<Status>(state_).ok() && "Result built from an OK status has no value");
+    REEL_CHECK(!std::get<Status>(state_).ok()) << "a Result built from an OK status has no value";
   }
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -94,15 +99,15 @@ class [[nodiscard]] Result {
   }
 
   T& value() & {
-    assert(ok());
+    REEL_CHECK(ok()) << "value() of an error Result: " << std::get<Status>(state_).ToString();
     return std::get<T>(state_);
   }
   const T& value() const& {
-    assert(ok());
+    REEL_CHECK(ok()) << "value() of an error Result: " << std::get<Status>(state_).ToString();
     return std::get<T>(state_);
   }
   T&& value() && {
-    assert(ok());
+    REEL_CHECK(ok()) << "value() of an error Result: " << std::get<Status>(state_).ToString();
     return std::get<T>(std::move(state_));
   }
   T value_or(T fallback) const& { return ok() ? std::get<T>(state_) : std::move(fallback); }
@@ -120,7 +125,9 @@ class [[nodiscard]] Result {
 namespace internal {
 inline const Status& AsStatus(const Status& s) { return s; }
 template <typename T>
-const Status& AsStatus(const Result<T>& r) { return r.status(); }
+const Status& AsStatus(const Result<T>& r) {
+  return r.status();
+}
 }  // namespace internal
 
 }  // namespace reel
@@ -129,11 +136,11 @@ const Status& AsStatus(const Result<T>& r) { return r.status(); }
 #define REEL_CONCAT(a, b) REEL_CONCAT_INNER(a, b)
 
 // Returns from the current function with the error of a Status or Result expression.
-#define REEL_RETURN_IF_ERROR(expr)                                              \
-  do {                                                                          \
-    const auto& reel_status_or_result_ = (expr);                                \
-    if (!::reel::internal::AsStatus(reel_status_or_result_).ok())               \
-      return ::reel::internal::AsStatus(reel_status_or_result_);                \
+#define REEL_RETURN_IF_ERROR(expr)                                \
+  do {                                                            \
+    const auto& reel_status_or_result_ = (expr);                  \
+    if (!::reel::internal::AsStatus(reel_status_or_result_).ok()) \
+      return ::reel::internal::AsStatus(reel_status_or_result_);  \
   } while (0)
 
 // REEL_ASSIGN_OR_RETURN(auto x, Foo());  — x gets the value, or the error is returned.

@@ -6,20 +6,22 @@
 #include <memory>
 #include <string>
 
+#include "testing/status_matchers.h"
+
 namespace reel {
 namespace {
 
 TEST(StatusTest, DefaultIsOk) {
   Status s;
-  EXPECT_TRUE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kOk);
+  EXPECT_OK(s);
+  EXPECT_STATUS(s, StatusCode::kOk);
   EXPECT_EQ(s.ToString(), "OK");
   EXPECT_EQ(s, Status::Ok());
 }
 
 TEST(StatusTest, OkCodeDropsMessage) {
   Status s(StatusCode::kOk, "ignored");
-  EXPECT_TRUE(s.ok());
+  EXPECT_OK(s);
   EXPECT_EQ(s.message(), "");
 }
 
@@ -29,27 +31,27 @@ TEST(StatusTest, ToStringNamesCodeAndMessage) {
 }
 
 TEST(StatusTest, ConstructorsSetCodes) {
-  EXPECT_EQ(CancelledError("x").code(), StatusCode::kCancelled);
-  EXPECT_EQ(InvalidArgumentError("x").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(NotFoundError("x").code(), StatusCode::kNotFound);
-  EXPECT_EQ(AlreadyExistsError("x").code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(PermissionDeniedError("x").code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(ResourceExhaustedError("x").code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(FailedPreconditionError("x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(OutOfRangeError("x").code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(UnimplementedError("x").code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(InternalError("x").code(), StatusCode::kInternal);
-  EXPECT_EQ(UnavailableError("x").code(), StatusCode::kUnavailable);
-  EXPECT_EQ(DataLossError("x").code(), StatusCode::kDataLoss);
-  EXPECT_EQ(DeadlineExceededError("x").code(), StatusCode::kDeadlineExceeded);
+  EXPECT_STATUS(CancelledError("x"), StatusCode::kCancelled);
+  EXPECT_STATUS(InvalidArgumentError("x"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(NotFoundError("x"), StatusCode::kNotFound);
+  EXPECT_STATUS(AlreadyExistsError("x"), StatusCode::kAlreadyExists);
+  EXPECT_STATUS(PermissionDeniedError("x"), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(ResourceExhaustedError("x"), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(FailedPreconditionError("x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(OutOfRangeError("x"), StatusCode::kOutOfRange);
+  EXPECT_STATUS(UnimplementedError("x"), StatusCode::kUnimplemented);
+  EXPECT_STATUS(InternalError("x"), StatusCode::kInternal);
+  EXPECT_STATUS(UnavailableError("x"), StatusCode::kUnavailable);
+  EXPECT_STATUS(DataLossError("x"), StatusCode::kDataLoss);
+  EXPECT_STATUS(DeadlineExceededError("x"), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(StatusCodeName(StatusCode::kDeadlineExceeded), "DeadlineExceeded");
 }
 
 TEST(StatusTest, WithContextPrefixesMessageAndKeepsCode) {
   Status s = NotFoundError("no such key").WithContext("get s3://b/k");
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_STATUS(s, StatusCode::kNotFound);
   EXPECT_EQ(s.message(), "get s3://b/k: no such key");
-  EXPECT_TRUE(Status::Ok().WithContext("ignored").ok());
+  EXPECT_OK(Status::Ok().WithContext("ignored"));
   EXPECT_EQ(Status::Ok().WithContext("ignored").message(), "");
 }
 
@@ -60,21 +62,21 @@ TEST(StatusTest, EqualityComparesCodeAndMessage) {
 }
 
 TEST(StatusTest, ErrnoMapping) {
-  EXPECT_EQ(ErrnoToStatus(ENOENT, "open x").code(), StatusCode::kNotFound);
-  EXPECT_EQ(ErrnoToStatus(EACCES, "open x").code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(ErrnoToStatus(EPERM, "open x").code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(ErrnoToStatus(ENOSPC, "write").code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(ErrnoToStatus(EMFILE, "open").code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(ErrnoToStatus(EEXIST, "mkdir").code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(ErrnoToStatus(ECONNREFUSED, "connect").code(), StatusCode::kUnavailable);
-  EXPECT_EQ(ErrnoToStatus(EIO, "read").code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(ErrnoToStatus(ENOENT, "open x"), StatusCode::kNotFound);
+  EXPECT_STATUS(ErrnoToStatus(EACCES, "open x"), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(ErrnoToStatus(EPERM, "open x"), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(ErrnoToStatus(ENOSPC, "write"), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(ErrnoToStatus(EMFILE, "open"), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(ErrnoToStatus(EEXIST, "mkdir"), StatusCode::kAlreadyExists);
+  EXPECT_STATUS(ErrnoToStatus(ECONNREFUSED, "connect"), StatusCode::kUnavailable);
+  EXPECT_STATUS(ErrnoToStatus(EIO, "read"), StatusCode::kDataLoss);
   EXPECT_EQ(ErrnoToStatus(ENOENT, "open x").message(), "open x: No such file or directory");
 }
 
 TEST(ResultTest, HoldsValue) {
   Result<int> r = 42;
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r.status().ok());
+  ASSERT_OK(r);
+  EXPECT_OK(r.status());
   EXPECT_EQ(*r, 42);
   EXPECT_EQ(r.value_or(7), 42);
 }
@@ -88,7 +90,7 @@ TEST(ResultTest, HoldsError) {
 
 TEST(ResultTest, MoveOnlyValue) {
   Result<std::unique_ptr<int>> r = std::make_unique<int>(5);
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   std::unique_ptr<int> p = std::move(r).value();
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(*p, 5);
@@ -114,7 +116,7 @@ TEST(ResultTest, MacrosPropagateErrors) {
   EXPECT_EQ(*Quarter(8), 2);
   EXPECT_EQ(Quarter(6).status(), InvalidArgumentError("odd"));  // 6/2 = 3 is odd
   EXPECT_EQ(Quarter(5).status(), InvalidArgumentError("odd"));
-  EXPECT_TRUE(CheckEven(4).ok());
+  EXPECT_OK(CheckEven(4));
   EXPECT_EQ(CheckEven(3), InvalidArgumentError("odd"));
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/sync_point.h"
+
 namespace reel {
 
 ThreadPool::ThreadPool(size_t threads) {
@@ -17,6 +19,7 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   cv_.notify_all();
+  REEL_SYNC_POINT("ThreadPool::~ThreadPool:Stopping");
   for (std::thread& worker : workers_) worker.join();
 }
 

@@ -4,11 +4,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/sync_point.h"
 
 namespace reel {
 namespace {
@@ -79,33 +82,58 @@ TEST(ThreadPoolTest, RunsTasksInParallel) {
   EXPECT_EQ(peak.load(), 4);
 }
 
+// Tasks wait for a gate that opens only once the destructor has begun, so the queue is full
+// when the pool stops (no sleeps deciding that).
+class GateAtStop {
+ public:
+  GateAtStop() {
+    SyncPoint::Get().SetCallback("ThreadPool::~ThreadPool:Stopping", [this] {
+      done_at_stop_ = done_.load();
+      open_.set_value();
+    });
+    SyncPoint::Get().EnableProcessing();
+  }
+  ~GateAtStop() { SyncPoint::Get().Reset(); }
+  void Wait() { gate_.wait(); }
+  std::atomic<int>& done() { return done_; }
+  int done_at_stop() const { return done_at_stop_; }
+
+ private:
+  std::promise<void> open_;
+  std::shared_future<void> gate_ = open_.get_future().share();
+  std::atomic<int> done_{0};
+  int done_at_stop_ = -1;
+};
+
 TEST(ThreadPoolTest, DestructorDrainsQueue) {
-  std::atomic<int> done{0};
+  GateAtStop gate;
   {
     ThreadPool pool(2);
     for (int i = 0; i < 200; ++i) {
-      (void)pool.Submit([&done] {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-        ++done;
+      (void)pool.Submit([&gate] {
+        gate.Wait();
+        ++gate.done();
       });
     }
   }  // futures were dropped; the destructor still runs every task
-  EXPECT_EQ(done.load(), 200);
+  EXPECT_EQ(gate.done_at_stop(), 0);
+  EXPECT_EQ(gate.done().load(), 200);
 }
 
 TEST(ThreadPoolTest, DestructorRunsTasksSubmittedWhileDraining) {
-  std::atomic<int> done{0};
+  GateAtStop gate;
   {
     ThreadPool pool(2);
     for (int i = 0; i < 10; ++i) {
-      (void)pool.Submit([&pool, &done] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        (void)pool.Submit([&done] { ++done; });
-        ++done;
+      (void)pool.Submit([&pool, &gate] {
+        gate.Wait();
+        (void)pool.Submit([&gate] { ++gate.done(); });
+        ++gate.done();
       });
     }
   }
-  EXPECT_EQ(done.load(), 20);
+  EXPECT_EQ(gate.done_at_stop(), 0);
+  EXPECT_EQ(gate.done().load(), 20);
 }
 
 TEST(ThreadPoolTest, SubmitFromManyThreads) {

@@ -6,12 +6,14 @@
 #include <climits>
 #include <string>
 
+#include "testing/status_matchers.h"
+
 namespace reel {
 namespace {
 
 Uri Parse(std::string_view text) {
   auto uri = ParseUri(text);
-  EXPECT_TRUE(uri.ok()) << text << ": " << uri.status().ToString();
+  EXPECT_OK(uri) << text << ": " << uri.status().ToString();
   return uri.ok() ? std::move(uri).value() : Uri{};
 }
 
@@ -24,7 +26,7 @@ std::string Cwd() {
 void ExpectInvalid(std::string_view text, std::string_view needle) {
   auto uri = ParseUri(text);
   ASSERT_FALSE(uri.ok()) << text << " parsed as " << uri->ToString();
-  EXPECT_EQ(uri.status().code(), StatusCode::kInvalidArgument) << text;
+  EXPECT_STATUS(uri, StatusCode::kInvalidArgument) << text;
   EXPECT_NE(uri.status().message().find(needle), std::string::npos)
       << text << ": " << uri.status().message();
 }
@@ -184,7 +186,7 @@ TEST(PercentDecodeTest, DecodesBothCasesAndRejectsBadEscapes) {
   for (const char* bad : {"%", "%4", "a%zz", "%g0", "%0g"}) {
     auto decoded = PercentDecode(bad);
     EXPECT_FALSE(decoded.ok()) << bad;
-    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(decoded, StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(PercentDecode("ab%4").status().message(), "bad percent-encoding at offset 2 in 'ab%4'");
 }

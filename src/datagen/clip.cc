@@ -1,26 +1,26 @@
 // Class names, options, and the sampling of one clip's parameters (see datagen.h for why the
 // trajectories are drawn the way they are).
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <set>
 
+#include "base/check.h"
+#include "base/random.h"
 #include "datagen/datagen.h"
-#include "datagen/rng.h"
 
 namespace reel::datagen {
 
-using internal::Mix64;
-using internal::Rng;
+using reel::Mix64;
+using reel::Rng;
 
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
 // Ranges of the latent trajectories, for a frame whose shorter side is `m` pixels.
-constexpr double kMinRadius = 0.07;   // x m: circumradius range
+constexpr double kMinRadius = 0.07;  // x m: circumradius range
 constexpr double kMaxRadius = 0.22;
-constexpr double kMinSpeed = 0.6;     // x m/128 pixels per frame
+constexpr double kMinSpeed = 0.6;  // x m/128 pixels per frame
 constexpr double kMaxSpeed = 2.0;
 constexpr double kMinOmega = 2.0 * kPi / 180;  // radians per frame
 constexpr double kMaxOmega = 6.0 * kPi / 180;
@@ -57,16 +57,24 @@ struct Animation {
 };
 Animation AnimationOf(Motion motion) {
   switch (motion) {
-    case Motion::kMoveLeft: return {kX, false};
-    case Motion::kMoveRight: return {kX, true};
-    case Motion::kMoveUp: return {kY, false};   // y grows downwards
-    case Motion::kMoveDown: return {kY, true};
-    case Motion::kRotateClockwise: return {kAngle, true};  // see ShapeState::angle
-    case Motion::kRotateCounterClockwise: return {kAngle, false};
-    case Motion::kGrow: return {kLogRadius, true};
-    case Motion::kShrink: return {kLogRadius, false};
+    case Motion::kMoveLeft:
+      return {kX, false};
+    case Motion::kMoveRight:
+      return {kX, true};
+    case Motion::kMoveUp:
+      return {kY, false};  // y grows downwards
+    case Motion::kMoveDown:
+      return {kY, true};
+    case Motion::kRotateClockwise:
+      return {kAngle, true};  // see ShapeState::angle
+    case Motion::kRotateCounterClockwise:
+      return {kAngle, false};
+    case Motion::kGrow:
+      return {kLogRadius, true};
+    case Motion::kShrink:
+      return {kLogRadius, false};
   }
-  assert(false && "unknown motion");
+  REEL_CHECK(false) << "unknown motion " << static_cast<int>(motion);
   return {kX, true};
 }
 
@@ -94,7 +102,7 @@ std::string_view MotionName(Motion motion) {
   for (const auto& info : kMotions) {
     if (info.motion == motion) return info.name;
   }
-  assert(false && "unknown motion");
+  REEL_CHECK(false) << "unknown motion " << static_cast<int>(motion);
   return "";
 }
 
@@ -126,11 +134,16 @@ const std::vector<Motion>& AllMotions() {
 
 std::string_view ShapeKindName(ShapeKind kind) {
   switch (kind) {
-    case ShapeKind::kSquare: return "square";
-    case ShapeKind::kTriangle: return "triangle";
-    case ShapeKind::kStar: return "star";
-    case ShapeKind::kCross: return "cross";
-    case ShapeKind::kEllipse: return "ellipse";
+    case ShapeKind::kSquare:
+      return "square";
+    case ShapeKind::kTriangle:
+      return "triangle";
+    case ShapeKind::kStar:
+      return "star";
+    case ShapeKind::kCross:
+      return "cross";
+    case ShapeKind::kEllipse:
+      return "ellipse";
   }
   return "";
 }
@@ -145,7 +158,8 @@ Status ValidateOptions(const DatagenOptions& o) {
   for (const auto& name : o.class_names) {
     if (!MotionFromName(name)) {
       std::string known;
-      for (const auto& info : kMotions) known += (known.empty() ? "" : ", ") + std::string(info.name);
+      for (const auto& info : kMotions)
+        known += (known.empty() ? "" : ", ") + std::string(info.name);
       return bad("unknown class '" + name + "' (known: " + known + ")");
     }
     if (!seen.insert(name).second) return bad("class '" + name + "' given twice");
@@ -165,7 +179,8 @@ Status ValidateOptions(const DatagenOptions& o) {
     return bad("frames [" + std::to_string(o.min_frames) + ", " + std::to_string(o.max_frames) +
                "]: need 2 <= min_frames <= max_frames <= 100000");
   }
-  if (o.noise < 0 || o.noise > 64) return bad("noise " + std::to_string(o.noise) + " not in [0, 64]");
+  if (o.noise < 0 || o.noise > 64)
+    return bad("noise " + std::to_string(o.noise) + " not in [0, 64]");
   if (o.crf < 0 || o.crf > 51) return bad("crf " + std::to_string(o.crf) + " not in [0, 51]");
   if (o.gop < 0) return bad("gop " + std::to_string(o.gop) + " is negative");
   if (o.preset.empty()) return bad("empty encoder preset");
@@ -200,7 +215,7 @@ uint64_t ClipSeed(uint64_t seed, Motion motion, int index) {
 }
 
 ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOptions& options) {
-  assert(ValidateOptions(options).ok());
+  REEL_CHECK(ValidateOptions(options).ok());
   ClipSpec spec;
   spec.motion = motion;
   spec.index = index;
@@ -214,7 +229,8 @@ ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOption
   // Every draw below happens for every class, in the same order; the class is only used at the
   // end, to choose which latent trajectory plays and which are frozen.
   Rng rng(spec.clip_seed);
-  spec.num_frames = options.min_frames + rng.UniformInt(options.max_frames - options.min_frames + 1);
+  spec.num_frames =
+      options.min_frames + rng.UniformInt(options.max_frames - options.min_frames + 1);
   const int last = spec.num_frames - 1;  // >= 1
 
   // Appearance.
@@ -227,7 +243,8 @@ ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOption
   // above kBrightMin (see datagen.h for why).
   const bool bright_on_dark = options.polarity == Polarity::kBrightOnDark;
   const int background_levels = bright_on_dark ? kDarkMax + 1 : 256;
-  for (int c = 0; c < 3; ++c) spec.background[0][c] = static_cast<uint8_t>(rng.UniformInt(background_levels));
+  for (int c = 0; c < 3; ++c)
+    spec.background[0][c] = static_cast<uint8_t>(rng.UniformInt(background_levels));
   for (int c = 0; c < 3; ++c) {
     spec.background[1][c] = ClampByte(spec.background[0][c] + rng.Uniform(-120, 120));
     if (bright_on_dark) spec.background[1][c] = std::min<uint8_t>(spec.background[1][c], kDarkMax);
@@ -235,8 +252,8 @@ ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOption
   bool found = false;
   for (int attempt = 0; attempt < 64 && !found; ++attempt) {
     for (int c = 0; c < 3; ++c) {
-      spec.color[c] = static_cast<uint8_t>(bright_on_dark ? kBrightMin + rng.UniformInt(256 - kBrightMin)
-                                                          : rng.UniformInt(256));
+      spec.color[c] = static_cast<uint8_t>(
+          bright_on_dark ? kBrightMin + rng.UniformInt(256 - kBrightMin) : rng.UniformInt(256));
     }
     found = DistanceToSegment(spec.color, spec.background[0], spec.background[1]) >= kMinContrast;
   }

@@ -9,8 +9,9 @@
 #include <map>
 #include <set>
 
+#include "base/random.h"
 #include "datagen/datagen.h"
-#include "datagen/rng.h"
+#include "testing/status_matchers.h"
 
 namespace reel::datagen {
 namespace {
@@ -41,35 +42,83 @@ TEST(MotionTest, NamesRoundTrip) {
 
 TEST(OptionsTest, ValidationAndClasses) {
   DatagenOptions o;
-  EXPECT_TRUE(ValidateOptions(o).ok());
+  EXPECT_OK(ValidateOptions(o));
   auto classes = ResolveClasses(o);
-  ASSERT_TRUE(classes.ok());
+  ASSERT_OK(classes);
   EXPECT_EQ(*classes, AllMotions());
 
   o.num_classes = 3;
   EXPECT_EQ(ResolveClasses(o)->size(), 3u);
   o.class_names = {"Shrink", "MoveUp"};
-  ASSERT_TRUE(ResolveClasses(o).ok());
+  ASSERT_OK(ResolveClasses(o));
   EXPECT_EQ(*ResolveClasses(o), (std::vector<Motion>{Motion::kShrink, Motion::kMoveUp}));
 
   auto expect_bad = [](DatagenOptions bad, const std::string& needle) {
     Status s = ValidateOptions(bad);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << needle;
+    EXPECT_STATUS(s, StatusCode::kInvalidArgument) << needle;
     EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
   };
   DatagenOptions base;
-  { auto b = base; b.num_classes = 9; expect_bad(b, "num_classes"); }
-  { auto b = base; b.num_classes = 0; expect_bad(b, "num_classes"); }
-  { auto b = base; b.class_names = {"Jump"}; expect_bad(b, "unknown class 'Jump'"); }
-  { auto b = base; b.class_names = {"Grow", "Grow"}; expect_bad(b, "twice"); }
-  { auto b = base; b.videos_per_class = 0; expect_bad(b, "videos_per_class"); }
-  { auto b = base; b.train_fraction = 1.5; expect_bad(b, "train_fraction"); }
-  { auto b = base; b.width = 8; expect_bad(b, "size"); }
-  { auto b = base; b.fps = 0; expect_bad(b, "fps"); }
-  { auto b = base; b.min_frames = 1; expect_bad(b, "frames"); }
-  { auto b = base; b.max_frames = 10; expect_bad(b, "frames"); }
-  { auto b = base; b.noise = 100; expect_bad(b, "noise"); }
-  { auto b = base; b.crf = 52; expect_bad(b, "crf"); }
+  {
+    auto b = base;
+    b.num_classes = 9;
+    expect_bad(b, "num_classes");
+  }
+  {
+    auto b = base;
+    b.num_classes = 0;
+    expect_bad(b, "num_classes");
+  }
+  {
+    auto b = base;
+    b.class_names = {"Jump"};
+    expect_bad(b, "unknown class 'Jump'");
+  }
+  {
+    auto b = base;
+    b.class_names = {"Grow", "Grow"};
+    expect_bad(b, "twice");
+  }
+  {
+    auto b = base;
+    b.videos_per_class = 0;
+    expect_bad(b, "videos_per_class");
+  }
+  {
+    auto b = base;
+    b.train_fraction = 1.5;
+    expect_bad(b, "train_fraction");
+  }
+  {
+    auto b = base;
+    b.width = 8;
+    expect_bad(b, "size");
+  }
+  {
+    auto b = base;
+    b.fps = 0;
+    expect_bad(b, "fps");
+  }
+  {
+    auto b = base;
+    b.min_frames = 1;
+    expect_bad(b, "frames");
+  }
+  {
+    auto b = base;
+    b.max_frames = 10;
+    expect_bad(b, "frames");
+  }
+  {
+    auto b = base;
+    b.noise = 100;
+    expect_bad(b, "noise");
+  }
+  {
+    auto b = base;
+    b.crf = 52;
+    expect_bad(b, "crf");
+  }
 }
 
 TEST(ClipTest, SeedsAreDistinct) {
@@ -99,9 +148,9 @@ TEST(ClipTest, SameSeedSameFramesDifferentSeedDifferentFrames) {
     EXPECT_EQ(frames_a[t].data.size(), 96u * 80 * 3);
   }
   // Another seed, another index, another class: other pixels.
-  for (const ClipSpec& other : {SampleClip(8, Motion::kRotateClockwise, 3, o),
-                                SampleClip(7, Motion::kRotateClockwise, 4, o),
-                                SampleClip(7, Motion::kGrow, 3, o)}) {
+  for (const ClipSpec& other :
+       {SampleClip(8, Motion::kRotateClockwise, 3, o),
+        SampleClip(7, Motion::kRotateClockwise, 4, o), SampleClip(7, Motion::kGrow, 3, o)}) {
     EXPECT_NE(RenderClip(other)[0].data, frames_a[0].data);
   }
   // Rendering frame t alone gives the same pixels as rendering the whole clip.
@@ -131,14 +180,30 @@ TEST(ClipTest, SpecInvariants) {
       for (double x : v) moving += x != 0;
       ASSERT_EQ(moving, 1);
       switch (m) {
-        case Motion::kMoveLeft: EXPECT_LT(s.vx, -0.5); break;
-        case Motion::kMoveRight: EXPECT_GT(s.vx, 0.5); break;
-        case Motion::kMoveUp: EXPECT_LT(s.vy, -0.5); break;
-        case Motion::kMoveDown: EXPECT_GT(s.vy, 0.5); break;
-        case Motion::kRotateClockwise: EXPECT_GE(s.omega, 2 * kPi / 180 - 1e-12); break;
-        case Motion::kRotateCounterClockwise: EXPECT_LE(s.omega, -2 * kPi / 180 + 1e-12); break;
-        case Motion::kGrow: EXPECT_GT(s.growth, 0.01); break;
-        case Motion::kShrink: EXPECT_LT(s.growth, -0.01); break;
+        case Motion::kMoveLeft:
+          EXPECT_LT(s.vx, -0.5);
+          break;
+        case Motion::kMoveRight:
+          EXPECT_GT(s.vx, 0.5);
+          break;
+        case Motion::kMoveUp:
+          EXPECT_LT(s.vy, -0.5);
+          break;
+        case Motion::kMoveDown:
+          EXPECT_GT(s.vy, 0.5);
+          break;
+        case Motion::kRotateClockwise:
+          EXPECT_GE(s.omega, 2 * kPi / 180 - 1e-12);
+          break;
+        case Motion::kRotateCounterClockwise:
+          EXPECT_LE(s.omega, -2 * kPi / 180 + 1e-12);
+          break;
+        case Motion::kGrow:
+          EXPECT_GT(s.growth, 0.01);
+          break;
+        case Motion::kShrink:
+          EXPECT_LT(s.growth, -0.01);
+          break;
       }
       // The shape stays inside the frame in every frame.
       for (int t = 0; t < s.num_frames; ++t) {
@@ -154,7 +219,8 @@ TEST(ClipTest, SpecInvariants) {
       for (double blend = 0; blend <= 1.0; blend += 0.125) {
         double d = 0;
         for (int c = 0; c < 3; ++c) {
-          const double bg = s.background[0][c] + blend * (double(s.background[1][c]) - s.background[0][c]);
+          const double bg =
+              s.background[0][c] + blend * (double(s.background[1][c]) - s.background[0][c]);
           d += std::pow(s.color[c] - bg, 2);
         }
         min_contrast = std::min(min_contrast, std::sqrt(d));
@@ -272,14 +338,16 @@ std::vector<double> Blur(const media::Frame& mask) {
     for (int y = 0; y < h; ++y) {
       for (int x = 0; x < w; ++x) {
         double s = 0;
-        for (int d = -r; d <= r; ++d) s += a[static_cast<size_t>(y) * w + std::clamp(x + d, 0, w - 1)];
+        for (int d = -r; d <= r; ++d)
+          s += a[static_cast<size_t>(y) * w + std::clamp(x + d, 0, w - 1)];
         b[static_cast<size_t>(y) * w + x] = s / (2 * r + 1);
       }
     }
     for (int y = 0; y < h; ++y) {
       for (int x = 0; x < w; ++x) {
         double s = 0;
-        for (int d = -r; d <= r; ++d) s += b[static_cast<size_t>(std::clamp(y + d, 0, h - 1)) * w + x];
+        for (int d = -r; d <= r; ++d)
+          s += b[static_cast<size_t>(std::clamp(y + d, 0, h - 1)) * w + x];
         a[static_cast<size_t>(y) * w + x] = s / (2 * r + 1);
       }
     }
@@ -302,7 +370,8 @@ std::pair<media::Frame, media::Frame> CropToShapes(const media::Frame& m0, const
     for (int x = 0; x < m0.width; ++x) {
       size_t i = static_cast<size_t>(y) * m0.width + x;
       if (m0.data[i] || m1.data[i]) {
-        x0 = std::min(x0, x), y0 = std::min(y0, y), x1 = std::max(x1, x + 1), y1 = std::max(y1, y + 1);
+        x0 = std::min(x0, x), y0 = std::min(y0, y), x1 = std::max(x1, x + 1),
+        y1 = std::max(y1, y + 1);
       }
     }
   }
@@ -339,7 +408,8 @@ Motion4 EstimateMotionIn(const media::Frame& m0, const media::Frame& m1) {
         size_t i = static_cast<size_t>(yy) * w + xx;
         return (b0[i] + b1[i]) / 2;
       };
-      const double gx = (avg(x + 1, y) - avg(x - 1, y)) / 2, gy = (avg(x, y + 1) - avg(x, y - 1)) / 2;
+      const double gx = (avg(x + 1, y) - avg(x - 1, y)) / 2,
+                   gy = (avg(x, y + 1) - avg(x, y - 1)) / 2;
       if (gx == 0 && gy == 0) continue;
       const size_t i = static_cast<size_t>(y) * w + x;
       const double dt = b1[i] - b0[i];
@@ -380,10 +450,14 @@ Motion ClassifyTwoFrames(const Motion4& e, double radius) {
                           std::abs(e.growth) * radius};
   const int best = static_cast<int>(std::max_element(mags, mags + 4) - mags);
   switch (best) {
-    case 0: return e.vx < 0 ? Motion::kMoveLeft : Motion::kMoveRight;
-    case 1: return e.vy < 0 ? Motion::kMoveUp : Motion::kMoveDown;
-    case 2: return e.omega > 0 ? Motion::kRotateClockwise : Motion::kRotateCounterClockwise;
-    default: return e.growth > 0 ? Motion::kGrow : Motion::kShrink;
+    case 0:
+      return e.vx < 0 ? Motion::kMoveLeft : Motion::kMoveRight;
+    case 1:
+      return e.vy < 0 ? Motion::kMoveUp : Motion::kMoveDown;
+    case 2:
+      return e.omega > 0 ? Motion::kRotateClockwise : Motion::kRotateCounterClockwise;
+    default:
+      return e.growth > 0 ? Motion::kGrow : Motion::kShrink;
   }
 }
 
@@ -391,11 +465,21 @@ Motion ClassifyTwoFrames(const Motion4& e, double radius) {
 double SymmetryPhase(const ClipSpec& s, double angle) {
   int order = 2;
   switch (s.shape) {
-    case ShapeKind::kSquare: order = 4; break;
-    case ShapeKind::kTriangle: order = 3; break;
-    case ShapeKind::kStar: order = 5; break;
-    case ShapeKind::kCross: order = 4; break;
-    case ShapeKind::kEllipse: order = 2; break;
+    case ShapeKind::kSquare:
+      order = 4;
+      break;
+    case ShapeKind::kTriangle:
+      order = 3;
+      break;
+    case ShapeKind::kStar:
+      order = 5;
+      break;
+    case ShapeKind::kCross:
+      order = 4;
+      break;
+    case ShapeKind::kEllipse:
+      order = 2;
+      break;
   }
   const double period = 2 * kPi / order;
   double phase = std::fmod(angle, period) / period;
@@ -406,8 +490,8 @@ double SymmetryPhase(const ClipSpec& s, double angle) {
 // from the pixels (mask centroid and area, the frame's mean colour) and from the spec (angle
 // within the shape's symmetry period, circumradius, shape kind).
 constexpr int kNumStats = 9;
-const char* const kStatNames[kNumStats] = {"centroid_x", "centroid_y", "area",  "mean_r", "mean_g",
-                                          "mean_b",     "phase",      "radius", "shape"};
+const char* const kStatNames[kNumStats] = {"centroid_x", "centroid_y", "area",   "mean_r", "mean_g",
+                                           "mean_b",     "phase",      "radius", "shape"};
 
 // The statistics above for frame t of a clip.
 std::array<double, kNumStats> SingleFrameStats(const ClipSpec& s, const ClipRenderer& r, int t) {
@@ -417,8 +501,15 @@ std::array<double, kNumStats> SingleFrameStats(const ClipSpec& s, const ClipRend
   for (size_t i = 0; i < frame.data.size(); ++i) mean[i % 3] += frame.data[i];
   const double pixels = static_cast<double>(frame.width) * frame.height;
   const ShapeState st = s.StateAt(t);
-  return {mo.cx, mo.cy, mo.area, mean[0] / pixels, mean[1] / pixels, mean[2] / pixels,
-          SymmetryPhase(s, st.angle), st.radius, static_cast<double>(s.shape)};
+  return {mo.cx,
+          mo.cy,
+          mo.area,
+          mean[0] / pixels,
+          mean[1] / pixels,
+          mean[2] / pixels,
+          SymmetryPhase(s, st.angle),
+          st.radius,
+          static_cast<double>(s.shape)};
 }
 
 // Leave-one-out accuracy of a k-nearest-neighbour classifier over standardised features;
@@ -462,7 +553,7 @@ double KnnLeaveOneOutAccuracy(const std::vector<std::array<std::vector<double>, 
 TEST(IndistinguishabilityTest, SingleFramesDoNotTellClassesApartTwoFramesDo) {
   DatagenOptions o;  // the defaults: 128x128, 24..48 frames
   const int per_class = 250;
-  internal::Rng pick(2024);
+  Rng pick(2024);
   // stats[class][stat] = values over clips
   std::vector<std::array<std::vector<double>, kNumStats>> stats(kNumMotions);
   auto first_frame_stats = stats;  // the same statistics of every clip's frame 0
@@ -515,7 +606,8 @@ TEST(IndistinguishabilityTest, SingleFramesDoNotTellClassesApartTwoFramesDo) {
       mean_rest /= rest.size();
       for (double x : rest) var_rest += (x - mean_rest) * (x - mean_rest);
       var_rest /= rest.size() - 1;
-      const double z = std::abs(mean - mean_rest) / std::sqrt(var_rest / per_class + var_rest / rest.size());
+      const double z =
+          std::abs(mean - mean_rest) / std::sqrt(var_rest / per_class + var_rest / rest.size());
       max_d = std::max(max_d, d);
       max_z = std::max(max_z, z);
       std::printf(" %9.3f (%.3f)", mean, d);
@@ -532,13 +624,15 @@ TEST(IndistinguishabilityTest, SingleFramesDoNotTellClassesApartTwoFramesDo) {
   const double knn_accuracy = KnnLeaveOneOutAccuracy(stats, 15);
   std::printf("single-frame 15-NN leave-one-out accuracy: %.3f (chance %.3f)\n", knn_accuracy,
               1.0 / kNumMotions);
-  EXPECT_LT(knn_accuracy, 1.0 / kNumMotions + 4 * std::sqrt(0.125 * 0.875 / (kNumMotions * per_class)));
+  EXPECT_LT(knn_accuracy,
+            1.0 / kNumMotions + 4 * std::sqrt(0.125 * 0.875 / (kNumMotions * per_class)));
 
   // 2. Two frames separate the classes perfectly.
   std::printf("two-frame mask classifier: %d/%d correct\n", two_frame_correct, two_frame_total);
   for (const auto& [cell, count] : confusion) {
     if (cell.first != cell.second) {
-      std::printf("  %s taken for %s: %d\n", std::string(MotionName(AllMotions()[cell.first])).c_str(),
+      std::printf("  %s taken for %s: %d\n",
+                  std::string(MotionName(AllMotions()[cell.first])).c_str(),
                   std::string(MotionName(static_cast<Motion>(cell.second))).c_str(), count);
     }
   }

@@ -43,9 +43,10 @@
 // Determinism: video k of class c is a pure function of (options, seed, c, k): its per-video
 // seed is a hash of those, never a shared random stream, so the bytes of every file are the
 // same whatever the thread count or the order of generation, as long as the encoder is
-// deterministic (media::VideoEncoder with threads = 1 must be; datagen_test checks it). The random numbers are our own (SplitMix64 and explicit
-// transforms), not <random>'s distributions, so they are the same with every standard library;
-// the geometry uses libm (sin, cos, exp), so another libm could move a rare edge sample.
+// deterministic (media::VideoEncoder with threads = 1 must be; datagen_test checks it). The random
+// numbers are our own (SplitMix64 and explicit transforms), not <random>'s distributions, so they
+// are the same with every standard library; the geometry uses libm (sin, cos, exp), so another libm
+// could move a rare edge sample.
 //
 // Thread-safety: the free functions are reentrant; ClipRenderer objects are single-threaded
 // values (distinct renderers may run concurrently).
@@ -69,7 +70,7 @@ enum class Motion {
   kMoveRight,
   kMoveUp,
   kMoveDown,
-  kRotateClockwise,         // clockwise as seen on screen
+  kRotateClockwise,  // clockwise as seen on screen
   kRotateCounterClockwise,
   kGrow,
   kShrink,
@@ -85,7 +86,7 @@ std::optional<Motion> MotionFromName(std::string_view name);
 const std::vector<Motion>& AllMotions();
 
 enum class Polarity { kBrightOnDark, kAny };
-std::string_view PolarityName(Polarity polarity);   // "bright-on-dark", "any"
+std::string_view PolarityName(Polarity polarity);  // "bright-on-dark", "any"
 std::optional<Polarity> PolarityFromName(std::string_view name);
 
 enum class ShapeKind { kSquare, kTriangle, kStar, kCross, kEllipse };
@@ -101,16 +102,16 @@ struct DatagenOptions {
   // Per class, indices [0, round(train_fraction * videos_per_class)) go to trainlist01.txt and
   // the rest to testlist01.txt. In [0, 1].
   double train_fraction = 0.75;
-  int width = 128;   // 16..4096
-  int height = 128;  // 16..4096
-  int fps = 25;      // 1..240; only the container's time base, motion is per frame
+  int width = 128;      // 16..4096
+  int height = 128;     // 16..4096
+  int fps = 25;         // 1..240; only the container's time base, motion is per frame
   int min_frames = 24;  // each video's length is uniform in [min_frames, max_frames]; >= 2
   int max_frames = 48;
   uint64_t seed = 1;
   // Per-frame noise: uniform in [-noise, +noise] levels added to every channel. 0..64.
   int noise = 8;
   Polarity polarity = Polarity::kBrightOnDark;  // see the top of this file
-  bool antialias = true;  // 4x4 supersampling of the shape's edges
+  bool antialias = true;                        // 4x4 supersampling of the shape's edges
   // Encoding (media::EncoderOptions): quality 0..51, keyframe interval (0 = libx264 default).
   int crf = 23;
   int gop = 0;
@@ -134,15 +135,15 @@ struct ShapeState {
 // Everything that determines one video; a plain value. Built by SampleClip; tests may edit it.
 struct ClipSpec {
   Motion motion = Motion::kMoveLeft;
-  int index = 0;            // within its class
-  uint64_t clip_seed = 0;   // the per-video seed (textures, per-frame noise)
+  int index = 0;           // within its class
+  uint64_t clip_seed = 0;  // the per-video seed (textures, per-frame noise)
   int width = 0;
   int height = 0;
   int fps = 25;
   int num_frames = 0;
 
   ShapeKind shape = ShapeKind::kSquare;
-  double shape_param = 0;   // star: inner/outer radius ratio; ellipse: minor/major axis ratio
+  double shape_param = 0;  // star: inner/outer radius ratio; ellipse: minor/major axis ratio
   uint8_t color[3] = {0, 0, 0};
   uint8_t background[2][3] = {{0, 0, 0}, {0, 0, 0}};  // the texture blends these two colours
   double texture_scale = 0;  // pixels per cell of the texture's coarse octave
@@ -193,9 +194,9 @@ class ClipRenderer {
 std::vector<media::Frame> RenderClip(const ClipSpec& spec);
 
 struct DatagenVideo {
-  std::string key;          // "<prefix>/MoveLeft/MoveLeft_00003.mp4" (no prefix: no leading '/')
+  std::string key;            // "<prefix>/MoveLeft/MoveLeft_00003.mp4" (no prefix: no leading '/')
   std::string relative_path;  // "MoveLeft/MoveLeft_00003.mp4", as in the split lists
-  int class_index = 0;      // 1-based, as classInd.txt
+  int class_index = 0;        // 1-based, as classInd.txt
   Motion motion = Motion::kMoveLeft;
   int index = 0;
   int num_frames = 0;
@@ -204,7 +205,7 @@ struct DatagenVideo {
 };
 
 struct DatagenReport {
-  std::vector<Motion> classes;     // class index i+1 is classes[i]
+  std::vector<Motion> classes;       // class index i+1 is classes[i]
   std::vector<DatagenVideo> videos;  // class-major, then index order
   int num_train = 0;
   int num_test = 0;

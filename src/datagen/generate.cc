@@ -62,7 +62,8 @@ std::string TestListText(const std::vector<DatagenVideo>& videos) {
 Result<DatagenReport> GenerateDataset(storage::ObjectStore& out, const std::string& prefix,
                                       const DatagenOptions& options, int threads) {
   const auto start = std::chrono::steady_clock::now();
-  if (threads < 0) return InvalidArgumentError("datagen: threads " + std::to_string(threads) + " < 0");
+  if (threads < 0)
+    return InvalidArgumentError("datagen: threads " + std::to_string(threads) + " < 0");
   DatagenReport report;
   REEL_ASSIGN_OR_RETURN(report.classes, ResolveClasses(options));
 
@@ -70,7 +71,8 @@ Result<DatagenReport> GenerateDataset(storage::ObjectStore& out, const std::stri
   while (!dir.empty() && dir.back() == '/') dir.pop_back();
   if (!dir.empty()) dir += '/';
   for (const char* name : {"classInd.txt", "trainlist01.txt", "testlist01.txt"}) {
-    REEL_RETURN_IF_ERROR(storage::ValidateKey(dir + name).WithContext("datagen: prefix '" + prefix + "'"));
+    REEL_RETURN_IF_ERROR(
+        storage::ValidateKey(dir + name).WithContext("datagen: prefix '" + prefix + "'"));
   }
 
   const int per_class = options.videos_per_class;
@@ -134,8 +136,7 @@ Result<DatagenReport> GenerateDataset(storage::ObjectStore& out, const std::stri
   REEL_RETURN_IF_ERROR(out.Put(dir + "classInd.txt", ClassIndText(report.classes)));
   REEL_RETURN_IF_ERROR(out.Put(dir + "trainlist01.txt", TrainListText(report.videos)));
   REEL_RETURN_IF_ERROR(out.Put(dir + "testlist01.txt", TestListText(report.videos)));
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

@@ -14,6 +14,7 @@
 #include "storage/local_store.h"
 #include "storage/memory_store.h"
 #include "storage/testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace reel::datagen {
 namespace {
@@ -34,7 +35,7 @@ DatagenOptions Tiny() {
 std::map<std::string, std::string> Contents(storage::ObjectStore& store) {
   std::map<std::string, std::string> out;
   auto all = storage::ListAll(store, "");
-  EXPECT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_OK(all);
   for (const auto& info : all.value_or({})) out[info.key] = *store.Get(info.key);
   return out;
 }
@@ -46,7 +47,7 @@ TEST(GenerateTest, WritesTheUcf101Layout) {
   o.train_fraction = 0.5;
   MemoryStore store;
   auto report = GenerateDataset(store, "synth/", o, 2);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
 
   EXPECT_EQ(report->classes,
             (std::vector<Motion>{Motion::kGrow, Motion::kMoveLeft, Motion::kRotateClockwise}));
@@ -56,14 +57,16 @@ TEST(GenerateTest, WritesTheUcf101Layout) {
   auto contents = Contents(store);
   EXPECT_EQ(contents.size(), 15u);
   EXPECT_EQ(contents["synth/classInd.txt"], "1 Grow\n2 MoveLeft\n3 RotateClockwise\n");
-  EXPECT_EQ(contents["synth/trainlist01.txt"],
-            "Grow/Grow_00000.mp4 1\nGrow/Grow_00001.mp4 1\n"
-            "MoveLeft/MoveLeft_00000.mp4 2\nMoveLeft/MoveLeft_00001.mp4 2\n"
-            "RotateClockwise/RotateClockwise_00000.mp4 3\nRotateClockwise/RotateClockwise_00001.mp4 3\n");
-  EXPECT_EQ(contents["synth/testlist01.txt"],
-            "Grow/Grow_00002.mp4\nGrow/Grow_00003.mp4\n"
-            "MoveLeft/MoveLeft_00002.mp4\nMoveLeft/MoveLeft_00003.mp4\n"
-            "RotateClockwise/RotateClockwise_00002.mp4\nRotateClockwise/RotateClockwise_00003.mp4\n");
+  EXPECT_EQ(
+      contents["synth/trainlist01.txt"],
+      "Grow/Grow_00000.mp4 1\nGrow/Grow_00001.mp4 1\n"
+      "MoveLeft/MoveLeft_00000.mp4 2\nMoveLeft/MoveLeft_00001.mp4 2\n"
+      "RotateClockwise/RotateClockwise_00000.mp4 3\nRotateClockwise/RotateClockwise_00001.mp4 3\n");
+  EXPECT_EQ(
+      contents["synth/testlist01.txt"],
+      "Grow/Grow_00002.mp4\nGrow/Grow_00003.mp4\n"
+      "MoveLeft/MoveLeft_00002.mp4\nMoveLeft/MoveLeft_00003.mp4\n"
+      "RotateClockwise/RotateClockwise_00002.mp4\nRotateClockwise/RotateClockwise_00003.mp4\n");
   uint64_t frames = 0, bytes = 0;
   for (const auto& v : report->videos) {
     ASSERT_TRUE(contents.count(v.key)) << v.key;
@@ -83,7 +86,7 @@ TEST(GenerateTest, WritesTheUcf101Layout) {
   o.class_names = {"Shrink"};
   o.videos_per_class = 1;
   o.train_fraction = 1.0;
-  ASSERT_TRUE(GenerateDataset(root, "", o, 1).ok());
+  ASSERT_OK(GenerateDataset(root, "", o, 1));
   auto root_contents = Contents(root);
   EXPECT_EQ(root_contents.size(), 4u);
   EXPECT_TRUE(root_contents.count("Shrink/Shrink_00000.mp4"));
@@ -95,10 +98,10 @@ TEST(GenerateTest, WritesTheUcf101Layout) {
 TEST(GenerateTest, SameBytesWithOneOrTwoThreadsOtherSeedOtherBytes) {
   DatagenOptions o = Tiny();  // all 8 classes x 2
   MemoryStore one, two, reseeded;
-  ASSERT_TRUE(GenerateDataset(one, "d", o, 1).ok());
-  ASSERT_TRUE(GenerateDataset(two, "d", o, 2).ok());
+  ASSERT_OK(GenerateDataset(one, "d", o, 1));
+  ASSERT_OK(GenerateDataset(two, "d", o, 2));
   o.seed += 1;
-  ASSERT_TRUE(GenerateDataset(reseeded, "d", o, 2).ok());
+  ASSERT_OK(GenerateDataset(reseeded, "d", o, 2));
   auto a = Contents(one), b = Contents(two), c = Contents(reseeded);
   ASSERT_EQ(a.size(), 8u * 2 + 3);
   ASSERT_EQ(b.size(), a.size());
@@ -131,7 +134,7 @@ bool RunCommand(const std::string& command, std::string* out) {
 TEST(GenerateTest, VideosAreH264WithTheExpectedFramesAndPixels) {
   storage::testing::TempDir dir;
   auto store = storage::LocalStore::Open(dir.path());
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   DatagenOptions o = Tiny();
   o.width = 64;
   o.height = 48;
@@ -141,11 +144,11 @@ TEST(GenerateTest, VideosAreH264WithTheExpectedFramesAndPixels) {
   o.noise = 0;  // so that decoded pixels can be compared with rendered ones
   o.crf = 12;
   auto report = GenerateDataset(**store, "ds", o, 2);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   for (const auto& v : report->videos) {
     const std::string path = dir.path() + "/" + v.key;
     auto info = media::Probe(media::Input::File(path));
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_OK(info);
     EXPECT_EQ(info->codec, "h264") << v.key;
     EXPECT_EQ(info->width, 64);
     EXPECT_EQ(info->height, 48);
@@ -159,8 +162,11 @@ TEST(GenerateTest, VideosAreH264WithTheExpectedFramesAndPixels) {
   const DatagenVideo& v = report->videos[4];  // RotateClockwise
   const std::string path = dir.path() + "/" + v.key;
   std::string out;
-  ASSERT_TRUE(RunCommand("ffprobe -v error -select_streams v:0 -count_frames -show_entries "
-                  "stream=codec_name,nb_read_frames -of csv=p=0 '" + path + "'", &out));
+  ASSERT_TRUE(
+      RunCommand("ffprobe -v error -select_streams v:0 -count_frames -show_entries "
+                 "stream=codec_name,nb_read_frames -of csv=p=0 '" +
+                     path + "'",
+                 &out));
   EXPECT_EQ(out, "h264," + std::to_string(v.num_frames) + "\n");
   ASSERT_TRUE(RunCommand("ffmpeg -v error -i '" + path + "' -f rawvideo -pix_fmt rgb24 -", &out));
   const auto frames = RenderClip(SampleClip(o.seed, v.motion, v.index, o));
@@ -194,17 +200,17 @@ TEST(GenerateTest, Errors) {
   MemoryStore store;
   DatagenOptions o = Tiny();
   o.num_classes = 0;
-  EXPECT_EQ(GenerateDataset(store, "", o, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(GenerateDataset(store, "", o, 1), StatusCode::kInvalidArgument);
   o = Tiny();
-  EXPECT_EQ(GenerateDataset(store, "../up", o, 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(GenerateDataset(store, "/abs", o, 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(GenerateDataset(store, "d", o, -1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(GenerateDataset(store, "../up", o, 1), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(GenerateDataset(store, "/abs", o, 1), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(GenerateDataset(store, "d", o, -1), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contents(store).empty());
 
   // A failed Put: its error, naming the video, and no lists (the dataset is incomplete).
   FailingStore failing("MoveUp_00001");
   auto report = GenerateDataset(failing, "d", o, 2);
-  ASSERT_EQ(report.status().code(), StatusCode::kResourceExhausted);
+  ASSERT_STATUS(report, StatusCode::kResourceExhausted);
   EXPECT_NE(report.status().message().find("d/MoveUp/MoveUp_00001.mp4"), std::string::npos)
       << report.status().message();
   auto left = Contents(failing);

@@ -1,16 +1,16 @@
 // Rendering of one clip: a smooth two-colour value-noise texture (fixed per clip), the shape
 // composited with supersampled coverage, then fresh uniform noise per frame.
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
+#include "base/check.h"
+#include "base/random.h"
 #include "datagen/datagen.h"
-#include "datagen/rng.h"
 
 namespace reel::datagen {
 
-using internal::Mix64;
-using internal::Rng;
+using reel::Mix64;
+using reel::Rng;
 
 namespace {
 
@@ -36,8 +36,8 @@ std::vector<double> UnitPolygon(ShapeKind kind, double param) {
       break;
     case ShapeKind::kCross: {
       const double w = 0.3, a = std::sqrt(1 - w * w);  // arm half-width and length
-      const double q[12][2] = {{a, w},   {w, w},   {w, a},   {-w, a},  {-w, w},  {-a, w},
-                               {-a, -w}, {-w, -w}, {-w, -a}, {w, -a},  {w, -w},  {a, -w}};
+      const double q[12][2] = {{a, w},   {w, w},   {w, a},   {-w, a}, {-w, w}, {-a, w},
+                               {-a, -w}, {-w, -w}, {-w, -a}, {w, -a}, {w, -w}, {a, -w}};
       for (const auto& v : q) {
         p.push_back(v[0]);
         p.push_back(v[1]);
@@ -95,7 +95,7 @@ class ValueNoise {
 }  // namespace
 
 ClipRenderer::ClipRenderer(const ClipSpec& spec) : spec_(spec) {
-  assert(spec.width > 0 && spec.height > 0 && spec.num_frames > 0);
+  REEL_CHECK(spec.width > 0 && spec.height > 0 && spec.num_frames > 0);
   polygon_ = UnitPolygon(spec.shape, spec.shape_param);
   inner_radius_ = spec.shape == ShapeKind::kEllipse ? spec.shape_param : InnerRadius(polygon_);
 
@@ -178,7 +178,7 @@ ClipRenderer::Cover ClipRenderer::CoverageOf(const ShapeState& s) const {
 }
 
 media::Frame ClipRenderer::Render(int t) const {
-  assert(t >= 0 && t < spec_.num_frames);
+  REEL_CHECK(t >= 0 && t < spec_.num_frames);
   media::Frame frame;
   frame.width = spec_.width;
   frame.height = spec_.height;
@@ -220,15 +220,16 @@ media::Frame ClipRenderer::Render(int t) const {
 }
 
 media::Frame ClipRenderer::Mask(int t) const {
-  assert(t >= 0 && t < spec_.num_frames);
+  REEL_CHECK(t >= 0 && t < spec_.num_frames);
   media::Frame mask = media::Frame::Make(spec_.width, spec_.height, media::PixelFormat::kGray8);
   mask.index = t;
   mask.timestamp_s = static_cast<double>(t) / spec_.fps;
   const Cover cover = CoverageOf(spec_.StateAt(t));
   for (int j = 0; j < cover.h; ++j) {
     for (int i = 0; i < cover.w; ++i) {
-      mask.data[static_cast<size_t>(cover.y0 + j) * spec_.width + cover.x0 + i] = static_cast<uint8_t>(
-          std::lround(255.0f * cover.alpha[static_cast<size_t>(j) * cover.w + i]));
+      mask.data[static_cast<size_t>(cover.y0 + j) * spec_.width + cover.x0 + i] =
+          static_cast<uint8_t>(
+              std::lround(255.0f * cover.alpha[static_cast<size_t>(j) * cover.w + i]));
     }
   }
   return mask;

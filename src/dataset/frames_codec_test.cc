@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "storage/testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -25,7 +26,7 @@ TEST(FramesCodecTest, RawRoundTripAndHeaderLayout) {
   FramesHeader header{4, 6, 5, 2, FramesPixelFormat::kRaw};
   std::string pixels = RandomBytes(4 * 6 * 5 * 2, 1);
   auto payload = EncodeFrames(header, pixels);
-  ASSERT_TRUE(payload.ok()) << payload.status().ToString();
+  ASSERT_OK(payload);
   // The documented layout: magic, version, header size, T, H, W, C (little-endian), format.
   ASSERT_GE(payload->size(), kFramesHeaderBytes);
   EXPECT_EQ(payload->substr(0, 4), "RLFZ");
@@ -36,7 +37,7 @@ TEST(FramesCodecTest, RawRoundTripAndHeaderLayout) {
   EXPECT_EQ(payload->substr(32, 4), std::string("\x28\xb5\x2f\xfd", 4));
 
   auto decoded = DecodeFrames(*payload);
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_OK(decoded);
   EXPECT_EQ(decoded->header.frames, 4u);
   EXPECT_EQ(decoded->header.height, 6u);
   EXPECT_EQ(decoded->header.width, 5u);
@@ -44,7 +45,7 @@ TEST(FramesCodecTest, RawRoundTripAndHeaderLayout) {
   EXPECT_EQ(decoded->header.format, FramesPixelFormat::kRaw);
   EXPECT_TRUE(decoded->pixels == pixels);
   auto only_header = ReadFramesHeader(*payload);
-  ASSERT_TRUE(only_header.ok());
+  ASSERT_OK(only_header);
   EXPECT_EQ(only_header->pixel_bytes(), pixels.size());
 }
 
@@ -52,9 +53,9 @@ TEST(FramesCodecTest, MediaFramesRoundTrip) {
   for (media::PixelFormat format : {media::PixelFormat::kRgb24, media::PixelFormat::kGray8}) {
     std::vector<media::Frame> frames = Gradient(8, 33, 17, format);
     auto payload = EncodeFrames(frames);
-    ASSERT_TRUE(payload.ok()) << payload.status().ToString();
+    ASSERT_OK(payload);
     auto decoded = DecodeFramesToFrames(*payload);
-    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    ASSERT_OK(decoded);
     ASSERT_EQ(decoded->size(), frames.size());
     for (size_t i = 0; i < frames.size(); ++i) {
       EXPECT_EQ((*decoded)[i].width, 33);
@@ -63,7 +64,7 @@ TEST(FramesCodecTest, MediaFramesRoundTrip) {
       EXPECT_EQ((*decoded)[i].data, frames[i].data);
     }
     auto header = ReadFramesHeader(*payload);
-    ASSERT_TRUE(header.ok());
+    ASSERT_OK(header);
     EXPECT_EQ(header->channels, format == media::PixelFormat::kRgb24 ? 3u : 1u);
   }
 }
@@ -84,54 +85,52 @@ TEST(FramesCodecTest, CompressionLevelIsApplied) {
 }
 
 TEST(FramesCodecTest, EncodeRefusesInconsistentInput) {
-  EXPECT_EQ(
-      EncodeFrames(FramesHeader{1, 2, 2, 3, FramesPixelFormat::kRgb24}, "short").status().code(),
-      StatusCode::kInvalidArgument);
-  EXPECT_EQ(EncodeFrames(FramesHeader{0, 2, 2, 3, FramesPixelFormat::kRaw}, "").status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(EncodeFrames(FramesHeader{1, 1, 1, 2, FramesPixelFormat::kRgb24}, "ab").status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(EncodeFrames(std::vector<media::Frame>{}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(FramesHeader{1, 2, 2, 3, FramesPixelFormat::kRgb24}, "short"),
+                StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(FramesHeader{0, 2, 2, 3, FramesPixelFormat::kRaw}, ""),
+                StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(FramesHeader{1, 1, 1, 2, FramesPixelFormat::kRgb24}, "ab"),
+                StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(std::vector<media::Frame>{}), StatusCode::kInvalidArgument);
   std::vector<media::Frame> mixed = Gradient(2, 4, 4, media::PixelFormat::kRgb24);
   mixed[1] = media::Frame::Make(5, 4);
-  EXPECT_EQ(EncodeFrames(mixed).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(mixed), StatusCode::kInvalidArgument);
   std::vector<media::Frame> yuv = {media::Frame::Make(4, 4, media::PixelFormat::kYuv420p)};
-  EXPECT_EQ(EncodeFrames(yuv).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(yuv), StatusCode::kInvalidArgument);
   std::vector<media::Frame> short_data = Gradient(1, 4, 4, media::PixelFormat::kRgb24);
   short_data[0].data.pop_back();
-  EXPECT_EQ(EncodeFrames(short_data).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeFrames(short_data), StatusCode::kInvalidArgument);
 }
 
 TEST(FramesCodecTest, TruncatedOrCorruptPayloadIsDataLoss) {
   FramesHeader header{3, 8, 8, 3, FramesPixelFormat::kRgb24};
   auto payload = EncodeFrames(header, RandomBytes(3 * 8 * 8 * 3, 2));
-  ASSERT_TRUE(payload.ok());
+  ASSERT_OK(payload);
   // Every truncation, inside the header or inside the zstd frame.
   for (size_t cut = 0; cut < payload->size(); ++cut) {
     auto decoded = DecodeFrames(payload->substr(0, cut));
     ASSERT_FALSE(decoded.ok()) << "cut at " << cut;
-    EXPECT_EQ(decoded.status().code(), StatusCode::kDataLoss) << decoded.status().ToString();
+    EXPECT_STATUS(decoded, StatusCode::kDataLoss) << decoded.status().ToString();
   }
   // Trailing bytes.
-  EXPECT_EQ(DecodeFrames(*payload + "x").status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(DecodeFrames(*payload + "x"), StatusCode::kDataLoss);
   // Bad magic.
   std::string bad = *payload;
   bad[0] = 'X';
-  EXPECT_EQ(DecodeFrames(bad).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(DecodeFrames(bad), StatusCode::kDataLoss);
   // Header dimensions that disagree with the zstd content size.
   bad = *payload;
   bad[8] = 4;  // T = 4
   auto mismatch = DecodeFrames(bad);
-  EXPECT_EQ(mismatch.status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(mismatch, StatusCode::kDataLoss);
   EXPECT_NE(mismatch.status().message().find("4x8x8x3"), std::string::npos)
       << mismatch.status().message();
   // Format contradicting C.
   bad = *payload;
   bad[24] = 2;  // GRAY8 with C == 3
-  EXPECT_EQ(DecodeFrames(bad).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(DecodeFrames(bad), StatusCode::kDataLoss);
   bad[24] = 9;
-  EXPECT_EQ(DecodeFrames(bad).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(DecodeFrames(bad), StatusCode::kDataLoss);
   // A flipped byte inside the compressed data: zstd's checksum or structure catches it.
   for (size_t pos = kFramesHeaderBytes + 4; pos < payload->size(); pos += 5) {
     bad = *payload;
@@ -140,7 +139,7 @@ TEST(FramesCodecTest, TruncatedOrCorruptPayloadIsDataLoss) {
     if (flipped.ok()) {
       ADD_FAILURE() << "flip at " << pos << " went unnoticed";
     } else {
-      EXPECT_EQ(flipped.status().code(), StatusCode::kDataLoss) << flipped.status().ToString();
+      EXPECT_STATUS(flipped, StatusCode::kDataLoss) << flipped.status().ToString();
     }
   }
 }
@@ -148,28 +147,28 @@ TEST(FramesCodecTest, TruncatedOrCorruptPayloadIsDataLoss) {
 TEST(FramesCodecTest, VersionsAndLimits) {
   auto payload =
       EncodeFrames(FramesHeader{2, 4, 4, 1, FramesPixelFormat::kGray8}, std::string(32, '\x10'));
-  ASSERT_TRUE(payload.ok());
+  ASSERT_OK(payload);
   std::string newer = *payload;
   newer[4] = 2;
-  EXPECT_EQ(DecodeFrames(newer).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeFrames(newer), StatusCode::kFailedPrecondition);
   FramesDecodeOptions tight;
   tight.max_pixel_bytes = 31;
-  EXPECT_EQ(DecodeFrames(*payload, tight).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(DecodeFrames(*payload, tight), StatusCode::kResourceExhausted);
   // A header claiming an absurd size is refused before any allocation.
   std::string huge = *payload;
   std::memset(huge.data() + 8, 0xff, 16);  // T = H = W = C = 2^32 - 1
   huge[24] = 0;
-  EXPECT_EQ(DecodeFrames(huge).status().code(), StatusCode::kDataLoss);  // overflows
+  EXPECT_STATUS(DecodeFrames(huge), StatusCode::kDataLoss);  // overflows
   std::string big = *payload;
   std::memset(big.data() + 12, 0, 8);
   big[13] = 0x40;  // H = 16384
   big[17] = 0x40;  // W = 16384, 2 * 16384 * 16384 * 1 = 512 MiB
   tight.max_pixel_bytes = 1 << 20;
-  EXPECT_EQ(DecodeFrames(big, tight).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(DecodeFrames(big, tight), StatusCode::kResourceExhausted);
   // Raw payloads have no media::Frame format.
   auto raw = EncodeFrames(FramesHeader{1, 1, 1, 4, FramesPixelFormat::kRaw}, "abcd");
-  ASSERT_TRUE(raw.ok());
-  EXPECT_EQ(DecodeFramesToFrames(*raw).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_OK(raw);
+  EXPECT_STATUS(DecodeFramesToFrames(*raw), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "dataset/shard_reader.h"
 #include "dataset/testing/records.h"
 #include "dataset/testing/shell.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -69,9 +70,9 @@ TEST(InteropTest, PythonReadsOurShardsAsWebDataset) {
   ShardWriterOptions options;
   options.target_bytes = 24 * 1024;
   auto writer = ShardWriter::Create(*store, "ds", "train", options);
-  ASSERT_TRUE(writer.ok());
-  for (const Record& r : records) ASSERT_TRUE((*writer)->AddRecord(r).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_OK(writer);
+  for (const Record& r : records) ASSERT_OK((*writer)->AddRecord(r));
+  ASSERT_OK((*writer)->Finish());
   ASSERT_GE((*writer)->shards().size(), 2u);
 
   size_t next = 0;
@@ -122,11 +123,11 @@ TEST(InteropTest, PythonReadsTheManifest) {
   m.clip_settings = {{"clip_frames", 16}};
   m.source_hash = "xxh3:0123456789abcdef";
   auto writer = ShardWriter::Create(*store, "ds", "train");
-  ASSERT_TRUE(writer.ok());
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE((*writer)->AddRecord(MakeRecord(i, 100)).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
-  ASSERT_TRUE(m.AddSplit("train", (*writer)->shards()).ok());
-  ASSERT_TRUE(m.Write(*store, "ds").ok());
+  ASSERT_OK(writer);
+  for (int i = 0; i < 5; ++i) ASSERT_OK((*writer)->AddRecord(MakeRecord(i, 100)));
+  ASSERT_OK((*writer)->Finish());
+  ASSERT_OK(m.AddSplit("train", (*writer)->shards()));
+  ASSERT_OK(m.Write(*store, "ds"));
   const char* script = R"PY(
 import json, os, sys, tarfile
 root = sys.argv[1]

@@ -1,10 +1,10 @@
-#include "base/strings.h"
 #include "dataset/layout.h"
 
 #include <cinttypes>
 #include <cstdio>
 
 #include "base/hash.h"
+#include "base/strings.h"
 
 namespace reel::dataset {
 namespace {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "storage/memory_store.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -37,14 +38,14 @@ TEST(LayoutTest, ParseShardNameAcceptsOnlyCanonicalNames) {
 }
 
 TEST(LayoutTest, SampleKeys) {
-  EXPECT_TRUE(ValidateSampleKey("v_ApplyEyeMakeup_g01_c01-0003").ok());
-  EXPECT_TRUE(ValidateSampleKey("a+b=c@d,e").ok());
-  EXPECT_TRUE(ValidateSampleKey(std::string(kMaxSampleKeyBytes, 'k')).ok());
+  EXPECT_OK(ValidateSampleKey("v_ApplyEyeMakeup_g01_c01-0003"));
+  EXPECT_OK(ValidateSampleKey("a+b=c@d,e"));
+  EXPECT_OK(ValidateSampleKey(std::string(kMaxSampleKeyBytes, 'k')));
   for (std::string bad :
        {std::string(), std::string(kMaxSampleKeyBytes + 1, 'k'), std::string("a.b"),
         std::string("a/b"), std::string("a b"), std::string("a\0b", 3), std::string("é")}) {
     Status s = ValidateSampleKey(bad);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_STATUS(s, StatusCode::kInvalidArgument) << bad;
   }
 }
 
@@ -56,26 +57,26 @@ TEST(LayoutTest, SanitizeGivesValidDistinctKeys) {
   long_b[150] = 'b';
   std::string a = SanitizeSampleKey(long_a), b = SanitizeSampleKey(long_b);
   EXPECT_EQ(a.size(), kMaxSampleKeyBytes);
-  EXPECT_TRUE(ValidateSampleKey(a).ok());
-  EXPECT_TRUE(ValidateSampleKey(b).ok());
+  EXPECT_OK(ValidateSampleKey(a));
+  EXPECT_OK(ValidateSampleKey(b));
   EXPECT_NE(a, b);
-  EXPECT_TRUE(ValidateSampleKey(SanitizeSampleKey("ünïcode/../x")).ok());
+  EXPECT_OK(ValidateSampleKey(SanitizeSampleKey("ünïcode/../x")));
 }
 
 TEST(LayoutTest, SplitsRootsAndModes) {
-  EXPECT_TRUE(ValidateSplitName("train").ok());
-  EXPECT_TRUE(ValidateSplitName("fold_1-val").ok());
+  EXPECT_OK(ValidateSplitName("train"));
+  EXPECT_OK(ValidateSplitName("fold_1-val"));
   EXPECT_FALSE(ValidateSplitName("").ok());
   EXPECT_FALSE(ValidateSplitName("a/b").ok());
   EXPECT_FALSE(ValidateSplitName("..").ok());
   EXPECT_EQ(*NormalizeRoot("ds/ucf//"), "ds/ucf");
   EXPECT_EQ(*NormalizeRoot(""), "");
   EXPECT_EQ(*NormalizeRoot("/"), "");
-  EXPECT_EQ(NormalizeRoot("/abs").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(NormalizeRoot("a/../b").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(NormalizeRoot("/abs"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(NormalizeRoot("a/../b"), StatusCode::kInvalidArgument);
   EXPECT_EQ(*ParseDatasetMode("video"), DatasetMode::kVideo);
   EXPECT_EQ(*ParseDatasetMode("frames"), DatasetMode::kFrames);
-  EXPECT_EQ(ParseDatasetMode("audio").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ParseDatasetMode("audio"), StatusCode::kInvalidArgument);
   EXPECT_EQ(PayloadExtension(DatasetMode::kFrames), "frames.zst");
   EXPECT_EQ(*ModeOfExtension("mp4"), DatasetMode::kVideo);
   EXPECT_FALSE(ModeOfExtension("zst").ok());

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "dataset/json_fields.h"
+#include "base/json.h"
 
 namespace reel::dataset {
 namespace {
@@ -157,7 +157,7 @@ Result<Manifest> Manifest::Parse(std::string_view text, std::string_view what) {
   auto corrupt = [&](const std::string& message) {
     return DataLossError(where + ": corrupt manifest: " + message);
   };
-  internal::Fields top(doc, "");
+  JsonFields top(doc, "");
   const std::string format = top.String("format");
   if (top.ok() && format != kManifestFormat) {
     return corrupt("format is '" + format + "', not '" + std::string(kManifestFormat) + "'");
@@ -190,7 +190,7 @@ Result<Manifest> Manifest::Parse(std::string_view text, std::string_view what) {
   }
   for (const auto& [split, value] : splits.items()) {
     const std::string path = "splits." + split;
-    internal::Fields fields(value, path);
+    JsonFields fields(value, path);
     SplitInfo info;
     info.records = fields.Uint("records");
     info.bytes = fields.Uint("bytes");
@@ -205,7 +205,7 @@ Result<Manifest> Manifest::Parse(std::string_view text, std::string_view what) {
       info.class_counts.push_back(counts[i].get<uint64_t>());
     }
     for (size_t i = 0; i < shards.size(); ++i) {
-      internal::Fields shard(shards[i], path + ".shards[" + std::to_string(i) + "]");
+      JsonFields shard(shards[i], path + ".shards[" + std::to_string(i) + "]");
       ShardEntry entry;
       entry.name = shard.String("name");
       entry.records = shard.Uint("records");

@@ -27,9 +27,10 @@
 // Thread-safety: a plain value; Read and Write are safe from many threads.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include "dataset/shard_reader.h"
 #include "dataset/testing/records.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -33,12 +34,12 @@ class ManifestTest : public ::testing::TestWithParam<StoreKind> {
       options.target_bytes = 16 * 1024;
       options.keys = keys;
       auto writer = ShardWriter::Create(store(), "ds", split, options);
-      EXPECT_TRUE(writer.ok());
+      EXPECT_OK(writer);
       for (int i = 0; i < count; ++i) {
-        EXPECT_TRUE((*writer)->AddRecord(MakeRecord(next++, 3000)).ok());
+        EXPECT_OK((*writer)->AddRecord(MakeRecord(next++, 3000)));
       }
-      EXPECT_TRUE((*writer)->Finish().ok());
-      EXPECT_TRUE(m.AddSplit(split, (*writer)->shards()).ok());
+      EXPECT_OK((*writer)->Finish());
+      EXPECT_OK(m.AddSplit(split, (*writer)->shards()));
     }
     return m;
   }
@@ -57,12 +58,12 @@ TEST_P(ManifestTest, RoundTripThroughTheStore) {
   EXPECT_EQ(train.class_counts, (std::vector<uint64_t>{7, 7, 6, 0}));
   EXPECT_GT(train.shards.size(), 2u);
   EXPECT_EQ(m.splits.at("val").records, 5u);
-  ASSERT_TRUE(m.Validate().ok()) << m.Validate().ToString();
+  ASSERT_OK(m.Validate());
   Status written = m.Write(store(), "ds");
-  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_OK(written);
 
   auto read = Manifest::Read(store(), "ds/");
-  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_OK(read);
   EXPECT_EQ(read->format_version, 1);
   EXPECT_EQ(read->name, "tiny");
   EXPECT_EQ(read->mode, DatasetMode::kVideo);
@@ -84,12 +85,12 @@ TEST_P(ManifestTest, RoundTripThroughTheStore) {
       // Every shard the manifest names opens.
       auto number = ParseShardName(got.shards[i].name);
       ASSERT_TRUE(number);
-      EXPECT_TRUE(ShardReader::Open(store(), "ds", split, *number).ok());
+      EXPECT_OK(ShardReader::Open(store(), "ds", split, *number));
     }
   }
   // Serialisation is deterministic, and the stored text is what Serialize gives.
   auto text = m.Serialize();
-  ASSERT_TRUE(text.ok());
+  ASSERT_OK(text);
   EXPECT_EQ(*read->Serialize(), *text);
   EXPECT_EQ(*store().Get("ds/manifest.json"), *text);
   // The documented top-level keys.
@@ -104,62 +105,62 @@ TEST_P(ManifestTest, RoundTripThroughTheStore) {
 
 TEST_P(ManifestTest, CreateRefusesAnExistingDatasetReplaceOverwrites) {
   Manifest m = BuildDataset();
-  ASSERT_TRUE(m.Write(store(), "ds").ok());
+  ASSERT_OK(m.Write(store(), "ds"));
   Status again = m.Write(store(), "ds");
-  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists);
+  EXPECT_STATUS(again, StatusCode::kAlreadyExists);
   EXPECT_NE(again.message().find("already exists"), std::string::npos);
   m.source_hash = "changed";
   ManifestWriteOptions replace;
   replace.mode = ManifestWriteMode::kReplace;
-  ASSERT_TRUE(m.Write(store(), "ds", replace).ok());
+  ASSERT_OK(m.Write(store(), "ds", replace));
   EXPECT_EQ(Manifest::Read(store(), "ds")->source_hash, "changed");
 }
 
 TEST_P(ManifestTest, WriteVerifiesTheShards) {
   Manifest m = BuildDataset();
   // A shard whose index is gone.
-  ASSERT_TRUE(store().Delete("ds/train/shard-000001.idx").ok());
+  ASSERT_OK(store().Delete("ds/train/shard-000001.idx"));
   Status s = m.Write(store(), "ds");
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(s, StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("ds/train/shard-000001.idx is missing"), std::string::npos)
       << s.message();
-  EXPECT_EQ(store().Head("ds/manifest.json").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(store().Head("ds/manifest.json"), StatusCode::kNotFound);
   // A shard of another size.
   Manifest other = m;
   other.splits.erase("train");
   other.splits.at("val").shards[0].tar_bytes += 512;
   other.splits.at("val").bytes += 512;
   s = other.Write(store(), "ds");
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(s, StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("bytes"), std::string::npos);
   // Without verification it is written.
   ManifestWriteOptions trusting;
   trusting.verify_shards = false;
-  EXPECT_TRUE(m.Write(store(), "ds", trusting).ok());
+  EXPECT_OK(m.Write(store(), "ds", trusting));
 }
 
 TEST_P(ManifestTest, MissingManifestIsNotFound) {
   auto missing = Manifest::Read(store(), "nothing/here");
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(missing, StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(),
             "no Reel dataset at " + ObjectUri(store(), "nothing/here") + ": manifest.json missing");
   auto at_root = Manifest::Read(store(), "");
   EXPECT_EQ(at_root.status().message(),
             "no Reel dataset at " + store().uri() + ": manifest.json missing");
-  EXPECT_EQ(Manifest::Read(store(), "/abs").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(Manifest::Read(store(), "/abs"), StatusCode::kInvalidArgument);
 }
 
 TEST_P(ManifestTest, StoredErrorsAreReported) {
   Manifest m = BuildDataset();
-  ASSERT_TRUE(m.Write(store(), "ds").ok());
+  ASSERT_OK(m.Write(store(), "ds"));
   const json good = json::parse(*store().Get("ds/manifest.json"));
   auto read_with = [&](const std::string& text) {
-    EXPECT_TRUE(store().Put("ds/manifest.json", text).ok());
+    EXPECT_OK(store().Put("ds/manifest.json", text));
     return Manifest::Read(store(), "ds").status();
   };
   // Malformed JSON: DataLoss with the parser's message and the manifest's URI.
   Status s = read_with("{\"format\": ");
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("parse error"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(ObjectUri(store(), "ds/manifest.json")), std::string::npos);
   // Versions other than 1.
@@ -167,53 +168,53 @@ TEST_P(ManifestTest, StoredErrorsAreReported) {
     json doc = good;
     doc["format_version"] = version;
     s = read_with(doc.dump());
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << version;
+    EXPECT_STATUS(s, StatusCode::kFailedPrecondition) << version;
     EXPECT_NE(s.message().find("version " + std::to_string(version)), std::string::npos);
   }
   // Not a Reel manifest.
   json doc = good;
   doc["format"] = "something-else";
-  EXPECT_EQ(read_with(doc.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(read_with(doc.dump()), StatusCode::kDataLoss);
   // Missing and mistyped fields name the field.
   doc = good;
   doc.erase("classes");
   s = read_with(doc.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("classes: missing"), std::string::npos) << s.message();
   doc = good;
   doc["splits"]["train"]["records"] = "many";
   s = read_with(doc.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("splits.train.records: expected an unsigned integer, got string"),
             std::string::npos)
       << s.message();
   doc = good;
   doc["splits"]["train"]["shards"][0]["tar_bytes"] = -5;
   s = read_with(doc.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("splits.train.shards[0].tar_bytes"), std::string::npos) << s.message();
   doc = good;
   doc["mode"] = "audio";
-  EXPECT_EQ(read_with(doc.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(read_with(doc.dump()), StatusCode::kDataLoss);
   // Inconsistent counts.
   doc = good;
   doc["splits"]["train"]["records"] = 21;
   s = read_with(doc.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("split 'train' counts 21 records"), std::string::npos) << s.message();
   doc = good;
   doc["splits"]["val"]["class_counts"] = json::array({5});
-  EXPECT_EQ(read_with(doc.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(read_with(doc.dump()), StatusCode::kDataLoss);
   doc = good;
   doc["classes"][1] = "class0";
-  EXPECT_EQ(read_with(doc.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(read_with(doc.dump()), StatusCode::kDataLoss);
   doc = good;
   doc["clip_settings"] = 3;
-  EXPECT_EQ(read_with(doc.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(read_with(doc.dump()), StatusCode::kDataLoss);
   // Unknown fields are tolerated (forward compatible within a version).
   doc = good;
   doc["future_field"] = {{"x", 1}};
-  EXPECT_TRUE(read_with(doc.dump()).ok());
+  EXPECT_OK(read_with(doc.dump()));
 }
 
 TEST(ManifestValidationTest, AddSplitAndValidateRefuseInconsistentInput) {
@@ -230,43 +231,43 @@ TEST(ManifestValidationTest, AddSplitAndValidateRefuseInconsistentInput) {
   ShardStats s1 = s0;
   s1.number = 1;
   s1.class_counts = {0, 0, 3};  // label 2: no such class
-  EXPECT_EQ(m.AddSplit("train", {s0, s1}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.AddSplit("train", {s0, s0}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.AddSplit("val", {s0}).code(), StatusCode::kInvalidArgument);  // s0 is train's
-  EXPECT_EQ(m.AddSplit("bad/name", {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(m.AddSplit("train", {s0, s1}), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(m.AddSplit("train", {s0, s0}), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(m.AddSplit("val", {s0}), StatusCode::kInvalidArgument);  // s0 is train's
+  EXPECT_STATUS(m.AddSplit("bad/name", {}), StatusCode::kInvalidArgument);
   ShardStats s2 = s0;
   s2.number = 5;
-  ASSERT_TRUE(m.AddSplit("train", {s2, s0}).ok());  // sorted by number
+  ASSERT_OK(m.AddSplit("train", {s2, s0}));  // sorted by number
   EXPECT_EQ(m.splits["train"].shards[0].name, "shard-000000");
   EXPECT_EQ(m.splits["train"].shards[1].name, "shard-000005");
   EXPECT_EQ(m.splits["train"].records, 6u);
   EXPECT_EQ(m.splits["train"].bytes, 8192u);
-  EXPECT_EQ(m.AddSplit("train", {}).code(), StatusCode::kInvalidArgument);  // already there
-  ASSERT_TRUE(m.Validate().ok()) << m.Validate().ToString();
-  ASSERT_TRUE(m.AddSplit("empty", {}).ok());  // a split without records is allowed
-  EXPECT_TRUE(m.Validate().ok());
+  EXPECT_STATUS(m.AddSplit("train", {}), StatusCode::kInvalidArgument);  // already there
+  ASSERT_OK(m.Validate());
+  ASSERT_OK(m.AddSplit("empty", {}));  // a split without records is allowed
+  EXPECT_OK(m.Validate());
 
   Manifest bad = m;
   bad.name.clear();
-  EXPECT_EQ(bad.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);
   bad = m;
   bad.classes.push_back("a");
-  EXPECT_EQ(bad.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);
   bad = m;
   bad.splits["train"].records = 7;
-  EXPECT_EQ(bad.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);
   bad = m;
   std::swap(bad.splits["train"].shards[0], bad.splits["train"].shards[1]);
-  EXPECT_EQ(bad.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);
   bad = m;
   bad.clip_settings = json::array();
-  EXPECT_EQ(bad.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);
   bad = m;
   bad.format_version = 2;
-  EXPECT_EQ(bad.Serialize().status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Serialize(), StatusCode::kInvalidArgument);
   bad = m;
   bad.source_hash = std::string("\xff", 1);
-  EXPECT_EQ(bad.Serialize().status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad.Serialize(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

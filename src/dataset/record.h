@@ -19,6 +19,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace reel::dataset {

@@ -1,11 +1,12 @@
 #include "dataset/shard_index.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cinttypes>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <unordered_set>
 
-#include "dataset/json_fields.h"
+#include "base/json.h"
 #include "dataset/layout.h"
 #include "dataset/tar.h"
 
@@ -93,7 +94,7 @@ Result<ShardIndex> ShardIndex::Parse(std::string_view text, std::string_view wha
   auto corrupt = [&](const std::string& message) {
     return DataLossError(where + ": corrupt shard index: " + message);
   };
-  internal::Fields top(doc, "");
+  JsonFields top(doc, "");
   const std::string format = top.String("format");
   if (top.ok() && format != kShardIndexFormat) {
     return corrupt("format is '" + format + "', not '" + std::string(kShardIndexFormat) + "'");
@@ -124,7 +125,7 @@ Result<ShardIndex> ShardIndex::Parse(std::string_view text, std::string_view wha
   index.records.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string path = "records[" + std::to_string(i) + "]";
-    internal::Fields fields(records[i], path);
+    JsonFields fields(records[i], path);
     IndexRecord record;
     record.key = fields.String("key");
     const int64_t label = fields.Int("label");

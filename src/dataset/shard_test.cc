@@ -10,6 +10,7 @@
 #include "dataset/shard_reader.h"
 #include "dataset/shard_writer.h"
 #include "dataset/testing/records.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -52,7 +53,7 @@ std::unique_ptr<ShardWriter> NewWriter(storage::ObjectStore& store, ShardWriterO
                                        std::string_view root = "ds",
                                        std::string_view split = "train") {
   auto writer = ShardWriter::Create(store, root, split, std::move(options));
-  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+  EXPECT_OK(writer);
   return std::move(writer).value();
 }
 
@@ -60,7 +61,7 @@ std::unique_ptr<ShardReader> OpenShard(storage::ObjectStore& store, uint32_t num
                                        std::string_view root = "ds",
                                        std::string_view split = "train") {
   auto reader = ShardReader::Open(store, root, split, number);
-  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_OK(reader);
   return reader.ok() ? std::move(reader).value() : nullptr;
 }
 
@@ -75,10 +76,10 @@ class ShardTest : public ::testing::TestWithParam<StoreKind> {
     auto writer = NewWriter(store(), std::move(options), "ds", split);
     for (const Record& r : records) {
       Status s = writer->AddRecord(r);
-      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_OK(s);
     }
     Status s = writer->Finish();
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     return writer->shards();
   }
 
@@ -117,16 +118,16 @@ TEST_P(ShardTest, RollsAtTheTargetSize) {
     EXPECT_LE(st.tar_bytes, options.target_bytes);
     EXPECT_LE(st.tar_bytes, options.target_bytes + per_record);
     auto tar = store().Head(st.tar_key);
-    ASSERT_TRUE(tar.ok());
+    ASSERT_OK(tar);
     EXPECT_EQ(tar->size, st.tar_bytes);
     auto idx = store().Head(st.index_key);
-    ASSERT_TRUE(idx.ok());
+    ASSERT_OK(idx);
     EXPECT_EQ(idx->size, st.index_bytes);
     total += st.records;
   }
   EXPECT_EQ(total, 50u);
   auto listed = ListShards(store(), "ds", "train");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   EXPECT_EQ(listed->size(), expected_shards);
 }
 
@@ -164,17 +165,17 @@ TEST_P(ShardTest, EveryRecordReadsBackByIndexAndByIteration) {
     EXPECT_EQ(again.records, st.records);
     for (size_t i = 0; i < shard->num_records(); ++i) {
       auto r = shard->ReadRecord(i);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_OK(r);
       ExpectSameRecord(*r, records[next + i]);
       EXPECT_EQ(shard->Find(records[next + i].key), i);
     }
     auto it = shard->Iterate();
-    ASSERT_TRUE(it.ok()) << it.status().ToString();
+    ASSERT_OK(it);
     Record r;
     size_t n = 0;
     while (true) {
       Result<bool> more = (*it)->Next(&r);
-      ASSERT_TRUE(more.ok()) << more.status().ToString();
+      ASSERT_OK(more);
       if (!*more) break;
       ExpectSameRecord(r, records[next + n]);
       ++n;
@@ -182,7 +183,7 @@ TEST_P(ShardTest, EveryRecordReadsBackByIndexAndByIteration) {
     EXPECT_EQ(n, st.records);
     next += n;
     EXPECT_FALSE(shard->Find("nope"));
-    EXPECT_EQ(shard->ReadRecord(shard->num_records()).status().code(), StatusCode::kOutOfRange);
+    EXPECT_STATUS(shard->ReadRecord(shard->num_records()), StatusCode::kOutOfRange);
   }
   EXPECT_EQ(next, records.size());
 }
@@ -204,27 +205,27 @@ TEST_P(ShardTest, IndexOffsetsAllowRangedReadsAndOneRecordIsOneRequest) {
     EXPECT_EQ(rec.members[1].name, rec.key + ".cls");
     EXPECT_EQ(rec.members[2].name, rec.key + ".json");
     auto payload = store().GetRange(shard->tar_key(), rec.members[0].offset, rec.members[0].size);
-    ASSERT_TRUE(payload.ok());
+    ASSERT_OK(payload);
     EXPECT_TRUE(*payload == records[i].payload);
     EXPECT_EQ(Xxh3_64(*payload), rec.members[0].xxh3);
     auto cls = store().GetRange(shard->tar_key(), rec.members[1].offset, rec.members[1].size);
-    ASSERT_TRUE(cls.ok());
+    ASSERT_OK(cls);
     EXPECT_EQ(*cls, std::to_string(records[i].label));
     auto meta = store().GetRange(shard->tar_key(), rec.members[2].offset, rec.members[2].size);
-    ASSERT_TRUE(meta.ok());
+    ASSERT_OK(meta);
     EXPECT_EQ(json::parse(*meta)["key"], records[i].key);
   }
   // With a MemoryStore, count the requests: ReadRecord is exactly one GetRange.
   storage::MemoryStore memory;
   {
     auto writer = NewWriter(memory, {});
-    for (const Record& r : records) ASSERT_TRUE(writer->AddRecord(r).ok());
-    ASSERT_TRUE(writer->Finish().ok());
+    for (const Record& r : records) ASSERT_OK(writer->AddRecord(r));
+    ASSERT_OK(writer->Finish());
   }
   auto counted = OpenShard(memory, 0);
   ASSERT_TRUE(counted);
   const uint64_t before = memory.request_count();
-  ASSERT_TRUE(counted->ReadRecord(7).ok());
+  ASSERT_OK(counted->ReadRecord(7));
   EXPECT_EQ(memory.request_count() - before, 1u);
 }
 
@@ -237,36 +238,36 @@ TEST_P(ShardTest, FlippedByteIsDataLossForThatRecordOnly) {
   const IndexRecord& victim = shard->index().records[3];
   // Corrupt one byte of record 3's payload and, separately, of record 5's .cls.
   auto tar = store().Get(shard->tar_key());
-  ASSERT_TRUE(tar.ok());
+  ASSERT_OK(tar);
   std::string bad = *tar;
   bad[victim.members[0].offset + 1234] ^= 0x01;
   bad[shard->index().records[5].members[1].offset] = '9';
-  ASSERT_TRUE(store().Put(shard->tar_key(), bad).ok());
+  ASSERT_OK(store().Put(shard->tar_key(), bad));
 
   for (size_t i = 0; i < records.size(); ++i) {
     auto r = shard->ReadRecord(i);
     if (i == 3 || i == 5) {
       ASSERT_FALSE(r.ok());
-      EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+      EXPECT_STATUS(r, StatusCode::kDataLoss);
       const std::string& msg = r.status().message();
       EXPECT_NE(msg.find("ds/train/shard-000000.tar"), std::string::npos) << msg;
       EXPECT_NE(msg.find(records[i].key), std::string::npos) << msg;
       EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
     } else {
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_OK(r);
       ExpectSameRecord(*r, records[i]);
     }
   }
   // Iteration reports the two records and goes on.
   auto it = shard->Iterate();
-  ASSERT_TRUE(it.ok());
+  ASSERT_OK(it);
   std::vector<std::string> good;
   int errors = 0;
   Record r;
   while (true) {
     Result<bool> more = (*it)->Next(&r);
     if (!more.ok()) {
-      EXPECT_EQ(more.status().code(), StatusCode::kDataLoss);
+      EXPECT_STATUS(more, StatusCode::kDataLoss);
       ++errors;
       continue;
     }
@@ -285,19 +286,19 @@ TEST_P(ShardTest, CorruptTarHeaderStopsIterationButNotRandomAccess) {
   auto shard = OpenShard(store(), 0);
   ASSERT_TRUE(shard);
   auto tar = store().Get(shard->tar_key());
-  ASSERT_TRUE(tar.ok());
+  ASSERT_OK(tar);
   std::string bad = *tar;
   // The header of record 2's payload member is the block before its data.
   bad[shard->index().records[2].members[0].offset - 512 + 3] ^= 0x40;
-  ASSERT_TRUE(store().Put(shard->tar_key(), bad).ok());
-  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(shard->ReadRecord(i).ok()) << i;
+  ASSERT_OK(store().Put(shard->tar_key(), bad));
+  for (size_t i = 0; i < 4; ++i) EXPECT_OK(shard->ReadRecord(i)) << i;
   auto it = shard->Iterate();
-  ASSERT_TRUE(it.ok());
+  ASSERT_OK(it);
   Record r;
   ASSERT_TRUE(*(*it)->Next(&r));
   ASSERT_TRUE(*(*it)->Next(&r));
   Result<bool> third = (*it)->Next(&r);
-  EXPECT_EQ(third.status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(third, StatusCode::kDataLoss);
   EXPECT_EQ((*it)->Next(&r).status(), third.status());  // sticky
 }
 
@@ -308,14 +309,14 @@ TEST_P(ShardTest, TruncatedTarIsDataLoss) {
   auto shard = OpenShard(store(), 0);
   ASSERT_TRUE(shard);
   auto tar = store().Get(shard->tar_key());
-  ASSERT_TRUE(tar.ok());
+  ASSERT_OK(tar);
   const uint64_t cut = shard->index().records[3].members[0].offset + 10;
-  ASSERT_TRUE(store().Put(shard->tar_key(), tar->substr(0, cut)).ok());
-  EXPECT_TRUE(shard->ReadRecord(0).ok());
+  ASSERT_OK(store().Put(shard->tar_key(), tar->substr(0, cut)));
+  EXPECT_OK(shard->ReadRecord(0));
   auto last = shard->ReadRecord(3);
-  EXPECT_EQ(last.status().code(), StatusCode::kDataLoss) << last.status().ToString();
+  EXPECT_STATUS(last, StatusCode::kDataLoss) << last.status().ToString();
   auto it = shard->Iterate();
-  EXPECT_EQ(it.status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(it, StatusCode::kDataLoss);
 }
 
 TEST_P(ShardTest, TarWithoutIndexIsUnfinishedAndNotListed) {
@@ -325,28 +326,28 @@ TEST_P(ShardTest, TarWithoutIndexIsUnfinishedAndNotListed) {
   options.target_bytes = 32 * 1024;
   std::vector<ShardStats> shards = WriteAll(records, options);
   ASSERT_GE(shards.size(), 4u);
-  ASSERT_TRUE(store().Delete(shards[1].index_key).ok());
+  ASSERT_OK(store().Delete(shards[1].index_key));
   // A stray tar from a crashed run, an index without its tar, and unrelated objects.
-  ASSERT_TRUE(store().Put("ds/train/shard-000050.tar", "partial").ok());
-  ASSERT_TRUE(store().Put("ds/train/shard-000060.idx", "{}").ok());
-  ASSERT_TRUE(store().Put("ds/train/notes.txt", "x").ok());
-  ASSERT_TRUE(store().Put("ds/train/sub/shard-000002.tar", "x").ok());
-  ASSERT_TRUE(store().Put("ds/train/sub/shard-000002.idx", "x").ok());
+  ASSERT_OK(store().Put("ds/train/shard-000050.tar", "partial"));
+  ASSERT_OK(store().Put("ds/train/shard-000060.idx", "{}"));
+  ASSERT_OK(store().Put("ds/train/notes.txt", "x"));
+  ASSERT_OK(store().Put("ds/train/sub/shard-000002.tar", "x"));
+  ASSERT_OK(store().Put("ds/train/sub/shard-000002.idx", "x"));
   auto listed = ListShards(store(), "ds", "train");
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_OK(listed);
   std::vector<uint32_t> want;
   for (const ShardStats& s : shards) {
     if (s.number != 1) want.push_back(s.number);
   }
   EXPECT_EQ(*listed, want);
   auto unfinished = ShardReader::Open(store(), "ds", "train", 1);
-  EXPECT_EQ(unfinished.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(unfinished, StatusCode::kNotFound);
   EXPECT_NE(unfinished.status().message().find("unfinished"), std::string::npos);
   auto stats = LoadShardStats(store(), "ds", "train");
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_OK(stats);
   EXPECT_EQ(stats->size(), want.size());
   auto empty = ListShards(store(), "ds", "val");
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_TRUE(empty->empty());
 }
 
@@ -355,15 +356,15 @@ TEST_P(ShardTest, WriterDestroyedBeforeFinishPublishesNothingOfTheOpenShard) {
   options.target_bytes = 24 * 1024;
   {
     auto writer = NewWriter(store(), options);
-    for (int i = 0; i < 7; ++i) ASSERT_TRUE(writer->AddRecord(MakeRecord(i, 5000)).ok());
+    for (int i = 0; i < 7; ++i) ASSERT_OK(writer->AddRecord(MakeRecord(i, 5000)));
     ASSERT_EQ(writer->shards().size(), 2u);  // 3 records per shard; the third shard is open
     EXPECT_EQ(writer->records(), 7u);
   }
   auto listed = ListShards(store(), "ds", "train");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   EXPECT_EQ(*listed, (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(store().Head("ds/train/shard-000002.tar").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store().Head("ds/train/shard-000002.idx").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(store().Head("ds/train/shard-000002.tar"), StatusCode::kNotFound);
+  EXPECT_STATUS(store().Head("ds/train/shard-000002.idx"), StatusCode::kNotFound);
 }
 
 TEST_P(ShardTest, ResumesAfterFinishedShards) {
@@ -376,21 +377,21 @@ TEST_P(ShardTest, ResumesAfterFinishedShards) {
   TestStore reference(GetParam());
   {
     auto writer = NewWriter(*reference, options);
-    for (const Record& r : records) ASSERT_TRUE(writer->AddRecord(r).ok());
-    ASSERT_TRUE(writer->Finish().ok());
+    for (const Record& r : records) ASSERT_OK(writer->AddRecord(r));
+    ASSERT_OK(writer->Finish());
   }
   // A run that dies after 10 records: shards 0..2 published (9 records), shard 3 open.
   {
     auto writer = NewWriter(store(), options);
-    for (int i = 0; i < 10; ++i) ASSERT_TRUE(writer->AddRecord(records[i]).ok());
+    for (int i = 0; i < 10; ++i) ASSERT_OK(writer->AddRecord(records[i]));
   }
   // Simulate a crash that left shard 3's tar behind and a stale index for shard 4.
-  ASSERT_TRUE(store().Put("ds/train/shard-000003.tar", "torn").ok());
-  ASSERT_TRUE(store().Put("ds/train/shard-000004.idx", "stale").ok());
+  ASSERT_OK(store().Put("ds/train/shard-000003.tar", "torn"));
+  ASSERT_OK(store().Put("ds/train/shard-000004.idx", "stale"));
 
   auto keys = std::make_shared<KeyRegistry>();
   auto done = LoadShardStats(store(), "ds", "train", keys.get());
-  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_OK(done);
   ASSERT_EQ(done->size(), 3u);
   EXPECT_EQ(keys->size(), 9u);
   uint64_t finished_records = 0;
@@ -404,14 +405,14 @@ TEST_P(ShardTest, ResumesAfterFinishedShards) {
   resume.on_shard_published = [&](const ShardStats& s) { published.push_back(s); };
   auto writer = NewWriter(store(), resume);
   // Keys of finished shards are refused.
-  EXPECT_EQ(writer->AddRecord(records[0]).code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(writer->AddRecord(records[finished_records]).ok());
+  EXPECT_STATUS(writer->AddRecord(records[0]), StatusCode::kAlreadyExists);
+  ASSERT_OK(writer->AddRecord(records[finished_records]));
   // Shard 3 is being rewritten; shard 4's stale index disappears when shard 4 opens.
   EXPECT_FALSE(store().Head("ds/train/shard-000003.idx").ok());
   for (size_t i = finished_records + 1; i < records.size(); ++i) {
-    ASSERT_TRUE(writer->AddRecord(records[i]).ok());
+    ASSERT_OK(writer->AddRecord(records[i]));
   }
-  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_OK(writer->Finish());
   EXPECT_EQ(published.size(), writer->shards().size());
   EXPECT_EQ(writer->shards().front().number, 3u);
 
@@ -470,44 +471,41 @@ TEST_P(ShardTest, RecordsAreValidated) {
   r = ok;
   r.metadata["label"] = ok.label_name;
   r.metadata["label_index"] = ok.label;
-  ASSERT_TRUE(writer->AddRecord(r).ok());
+  ASSERT_OK(writer->AddRecord(r));
   Record bare = MakeRecord(2, 100);
   bare.metadata = nullptr;
-  ASSERT_TRUE(writer->AddRecord(bare).ok());
+  ASSERT_OK(writer->AddRecord(bare));
   EXPECT_EQ(code_of(ok), StatusCode::kAlreadyExists);
   // None of the refusals broke the writer.
-  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_OK(writer->Finish());
   ASSERT_EQ(writer->shards().size(), 1u);
   EXPECT_EQ(writer->shards()[0].records, 2u);
-  EXPECT_EQ(writer->AddRecord(MakeRecord(3, 1)).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(writer->Finish().code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(writer->AddRecord(MakeRecord(3, 1)), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(writer->Finish(), StatusCode::kFailedPrecondition);
 
   // The registry is shared: the validation split cannot reuse a training key.
   auto val = NewWriter(store(), options, "ds", "val");
-  EXPECT_EQ(val->AddRecord(ok).code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(val->AddRecord(MakeRecord(9, 10)).ok());
+  EXPECT_STATUS(val->AddRecord(ok), StatusCode::kAlreadyExists);
+  ASSERT_OK(val->AddRecord(MakeRecord(9, 10)));
 
-  EXPECT_EQ(ShardWriter::Create(store(), "ds", "a/b").status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(ShardWriter::Create(store(), "/abs", "train").status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ShardWriter::Create(store(), "ds", "a/b"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ShardWriter::Create(store(), "/abs", "train"), StatusCode::kInvalidArgument);
   ShardWriterOptions tiny;
   tiny.target_bytes = 100;
-  EXPECT_EQ(ShardWriter::Create(store(), "ds", "train", tiny).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ShardWriter::Create(store(), "ds", "train", tiny), StatusCode::kInvalidArgument);
 }
 
 TEST_P(ShardTest, EmptyWriterPublishesNothingAndRootCanBeEmpty) {
   auto writer = NewWriter(store(), {}, "", "test");
-  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_OK(writer->Finish());
   EXPECT_TRUE(writer->shards().empty());
   auto at_root = NewWriter(store(), {}, "", "test");
-  ASSERT_TRUE(at_root->AddRecord(MakeRecord(0, 10)).ok());
-  ASSERT_TRUE(at_root->Finish().ok());
-  EXPECT_TRUE(store().Head("test/shard-000000.tar").ok());
+  ASSERT_OK(at_root->AddRecord(MakeRecord(0, 10)));
+  ASSERT_OK(at_root->Finish());
+  EXPECT_OK(store().Head("test/shard-000000.tar"));
   auto shard = OpenShard(store(), 0, "", "test");
   ASSERT_TRUE(shard);
-  EXPECT_TRUE(shard->ReadRecord(0).ok());
+  EXPECT_OK(shard->ReadRecord(0));
 }
 
 TEST_P(ShardTest, FramesModeStoresFramesPayloads) {
@@ -521,20 +519,20 @@ TEST_P(ShardTest, FramesModeStoresFramesPayloads) {
     frames.push_back(std::move(f));
   }
   auto payload = EncodeFrames(frames);
-  ASSERT_TRUE(payload.ok());
+  ASSERT_OK(payload);
   Record r = MakeRecord(0, 0, 3, "frames.zst");
   r.payload = *payload;
-  ASSERT_TRUE(writer->AddRecord(r).ok());
-  EXPECT_EQ(writer->AddRecord(MakeRecord(1, 10)).code(), StatusCode::kInvalidArgument);  // mp4
-  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_OK(writer->AddRecord(r));
+  EXPECT_STATUS(writer->AddRecord(MakeRecord(1, 10)), StatusCode::kInvalidArgument);  // mp4
+  ASSERT_OK(writer->Finish());
   auto shard = OpenShard(store(), 0);
   ASSERT_TRUE(shard);
   EXPECT_EQ(shard->index().records[0].members[0].name, "clip-0000.frames.zst");
   auto back = shard->ReadRecord(0);
-  ASSERT_TRUE(back.ok());
+  ASSERT_OK(back);
   EXPECT_EQ(back->payload_ext, "frames.zst");
   auto decoded = DecodeFramesToFrames(back->payload);
-  ASSERT_TRUE(decoded.ok());
+  ASSERT_OK(decoded);
   ASSERT_EQ(decoded->size(), 4u);
   EXPECT_EQ((*decoded)[3].data, frames[3].data);
 }
@@ -543,66 +541,66 @@ TEST_P(ShardTest, BadIndexesAreRefusedOnOpen) {
   WriteAll({MakeRecord(0, 100), MakeRecord(1, 100)}, ShardWriterOptions{});
   const std::string idx_key = ShardIndexKey("ds", "train", 0);
   auto original = store().Get(idx_key);
-  ASSERT_TRUE(original.ok());
+  ASSERT_OK(original);
   json doc = json::parse(*original);
 
   auto open_with = [&](const std::string& text) {
-    EXPECT_TRUE(store().Put(idx_key, text).ok());
+    EXPECT_OK(store().Put(idx_key, text));
     return ShardReader::Open(store(), "ds", "train", 0).status();
   };
   Status s = open_with("{not json");
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("ds/train/shard-000000.idx"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("parse"), std::string::npos) << s.message();
 
   json newer = doc;
   newer["version"] = 2;
-  EXPECT_EQ(open_with(newer.dump()).code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(open_with(newer.dump()), StatusCode::kFailedPrecondition);
 
   json other = doc;
   other["shard"] = "shard-000001";
-  EXPECT_EQ(open_with(other.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(other.dump()), StatusCode::kDataLoss);
 
   json past_end = doc;
   past_end["tar_bytes"] = 1024;
   s = open_with(past_end.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("passes the end"), std::string::npos) << s.message();
 
   json misaligned = doc;
   misaligned["records"][0]["members"][0][1] = 513;
-  EXPECT_EQ(open_with(misaligned.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(misaligned.dump()), StatusCode::kDataLoss);
 
   json wrong_key = doc;
   wrong_key["records"][0]["members"][0][0] = "clip-0001.mp4";
-  EXPECT_EQ(open_with(wrong_key.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(wrong_key.dump()), StatusCode::kDataLoss);
 
   json duplicate = doc;
   duplicate["records"][1] = duplicate["records"][0];
-  EXPECT_EQ(open_with(duplicate.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(duplicate.dump()), StatusCode::kDataLoss);
 
   json bad_hash = doc;
   bad_hash["records"][0]["members"][0][3] = "XYZ";
-  EXPECT_EQ(open_with(bad_hash.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(bad_hash.dump()), StatusCode::kDataLoss);
 
   json missing = doc;
   missing.erase("records");
   s = open_with(missing.dump());
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(s, StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("records: missing"), std::string::npos) << s.message();
 
   json negative = doc;
   negative["records"][0]["label"] = -3;
-  EXPECT_EQ(open_with(negative.dump()).code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(open_with(negative.dump()), StatusCode::kDataLoss);
 
   // A .cls that disagrees with the index (index edited, data intact) fails that record only.
   json relabeled = doc;
   relabeled["records"][0]["label"] = 2;
-  ASSERT_TRUE(open_with(relabeled.dump()).ok());
+  ASSERT_OK(open_with(relabeled.dump()));
   auto shard = OpenShard(store(), 0);
   ASSERT_TRUE(shard);
-  EXPECT_EQ(shard->ReadRecord(0).status().code(), StatusCode::kDataLoss);
-  EXPECT_TRUE(shard->ReadRecord(1).ok());
+  EXPECT_STATUS(shard->ReadRecord(0), StatusCode::kDataLoss);
+  EXPECT_OK(shard->ReadRecord(1));
 }
 
 // A store whose Put / OpenWriter fail for keys with a given suffix, to test publishing order.
@@ -631,15 +629,15 @@ TEST(ShardWriterFailureTest, IndexPutFailureLeavesAnUnlistedShardAndBreaksTheWri
   ShardWriterOptions options;
   options.target_bytes = 24 * 1024;  // 3 records per shard
   auto writer = NewWriter(store, options);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(writer->AddRecord(MakeRecord(i, 5000)).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_OK(writer->AddRecord(MakeRecord(i, 5000)));
   store.fail_suffix = "shard-000000.idx";
   Status s = writer->AddRecord(MakeRecord(3, 5000));  // rolls: publishes shard 0
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(s, StatusCode::kUnavailable);
   EXPECT_EQ(writer->AddRecord(MakeRecord(4, 5000)), s);
   EXPECT_EQ(writer->Finish(), s);
-  EXPECT_TRUE(store.Head("ds/train/shard-000000.tar").ok());  // the tar made it ...
+  EXPECT_OK(store.Head("ds/train/shard-000000.tar"));  // the tar made it ...
   auto listed = ListShards(store, "ds", "train");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   EXPECT_TRUE(listed->empty());  // ... but without its index nobody sees it
 }
 
@@ -647,8 +645,8 @@ TEST(ShardWriterFailureTest, TarOpenFailureIsReported) {
   FailingStore store;
   store.fail_suffix = ".tar";
   auto writer = NewWriter(store, {});
-  EXPECT_EQ(writer->AddRecord(MakeRecord(0, 10)).code(), StatusCode::kUnavailable);
-  EXPECT_EQ(writer->Finish().code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(writer->AddRecord(MakeRecord(0, 10)), StatusCode::kUnavailable);
+  EXPECT_STATUS(writer->Finish(), StatusCode::kUnavailable);
 }
 
 }  // namespace

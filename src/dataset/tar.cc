@@ -1,4 +1,3 @@
-#include "base/strings.h"
 #include "dataset/tar.h"
 
 #include <algorithm>
@@ -6,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include "base/strings.h"
 
 namespace reel::dataset {
 namespace {

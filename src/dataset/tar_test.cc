@@ -14,6 +14,7 @@
 #include "storage/local_store.h"
 #include "storage/memory_store.h"
 #include "storage/testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dataset {
 namespace {
@@ -36,9 +37,9 @@ std::string Build(const std::vector<Member>& members, TarWriterOptions options =
   TarWriter writer(&out, options);
   for (const Member& m : members) {
     Result<TarEntry> e = writer.AddFile(m.name, m.data);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_OK(e);
   }
-  EXPECT_TRUE(writer.Finish().ok());
+  EXPECT_OK(writer.Finish());
   return out;
 }
 
@@ -49,7 +50,7 @@ std::vector<Member> ReadAll(std::string_view archive) {
     TarEntry e;
     std::string data;
     Result<bool> more = reader.Next(&e, &data);
-    EXPECT_TRUE(more.ok()) << more.status().ToString();
+    EXPECT_OK(more);
     if (!more.ok() || !*more) break;
     out.push_back({e.name, data});
   }
@@ -102,16 +103,16 @@ TEST(TarTest, OffsetsLocateTheDataAndMemberBytesPredictsGrowth) {
   for (const Member& m : members) {
     uint64_t before = writer.offset();
     Result<TarEntry> e = writer.AddFile(m.name, m.data);
-    ASSERT_TRUE(e.ok());
+    ASSERT_OK(e);
     EXPECT_EQ(writer.offset() - before, TarWriter::MemberBytes(m.name, m.data.size())) << m.name;
     EXPECT_EQ(e->header_offset, before);
     EXPECT_EQ(e->data_offset % 512, 0u);
     written.push_back(*e);
   }
-  ASSERT_TRUE(writer.Finish().ok());
+  ASSERT_OK(writer.Finish());
   EXPECT_EQ(writer.offset(), archive.size());
   auto listed = ListTar(archive);
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->size(), members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     const TarEntry& e = (*listed)[i];
@@ -131,7 +132,7 @@ TEST(TarTest, OptionsSetModeAndMtime) {
   options.mtime = 1700000000;
   options.mode = 0600;
   auto listed = ListTar(Build({{"f", "data"}}, options));
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   EXPECT_EQ((*listed)[0].mtime, 1700000000);
   EXPECT_EQ((*listed)[0].mode, 0600u);
 }
@@ -141,15 +142,14 @@ TEST(TarTest, DeterministicOutput) { EXPECT_EQ(Build(SampleMembers()), Build(Sam
 TEST(TarTest, WriterRefusesBadNamesAndUseAfterFinish) {
   std::string out;
   TarWriter writer(&out);
-  EXPECT_EQ(writer.AddFile("", "x").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer.AddFile(std::string("a\0b", 3), "x").status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(writer.AddFile("dir/", "x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(writer.AddFile("", "x"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(writer.AddFile(std::string("a\0b", 3), "x"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(writer.AddFile("dir/", "x"), StatusCode::kInvalidArgument);
   // Refused names do not break the writer.
-  ASSERT_TRUE(writer.AddFile("ok", "x").ok());
-  ASSERT_TRUE(writer.Finish().ok());
-  EXPECT_EQ(writer.AddFile("late", "x").status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(writer.Finish().code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(writer.AddFile("ok", "x"));
+  ASSERT_OK(writer.Finish());
+  EXPECT_STATUS(writer.AddFile("late", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(writer.Finish(), StatusCode::kFailedPrecondition);
   ExpectSameMembers(ReadAll(out), {{"ok", "x"}});
 }
 
@@ -185,7 +185,7 @@ TEST(TarTest, NamesAtUstarLimitsRoundTrip) {
 TEST(TarTest, StreamsThroughObjectStores) {
   TempDir dir;
   auto local = storage::LocalStore::Open(dir.Join("store"));
-  ASSERT_TRUE(local.ok());
+  ASSERT_OK(local);
   storage::MemoryStore memory;
   std::vector<Member> members = SampleMembers();
   const std::string expected = Build(members);
@@ -193,28 +193,28 @@ TEST(TarTest, StreamsThroughObjectStores) {
                                       static_cast<storage::ObjectStore*>(&memory)}) {
     for (size_t buffer : {size_t{1}, size_t{4096}, size_t{1} << 20}) {
       auto out = store->OpenWriter("t.tar");
-      ASSERT_TRUE(out.ok());
+      ASSERT_OK(out);
       TarWriterOptions options;
       options.buffer_bytes = buffer;
       TarWriter writer(out->get(), options);
-      for (const Member& m : members) ASSERT_TRUE(writer.AddFile(m.name, m.data).ok());
-      ASSERT_TRUE(writer.Finish().ok());
-      ASSERT_TRUE((*out)->Close().ok());
+      for (const Member& m : members) ASSERT_OK(writer.AddFile(m.name, m.data));
+      ASSERT_OK(writer.Finish());
+      ASSERT_OK((*out)->Close());
       auto stored = store->Get("t.tar");
-      ASSERT_TRUE(stored.ok());
+      ASSERT_OK(stored);
       EXPECT_TRUE(*stored == expected) << store->uri() << " buffer " << buffer;
 
       // Read back streaming, with buffers smaller than, equal to and larger than a block.
       for (size_t read_buffer : {size_t{100}, size_t{512}, size_t{70000}}) {
         auto in = store->OpenReader("t.tar");
-        ASSERT_TRUE(in.ok());
+        ASSERT_OK(in);
         TarReader reader(in->get(), "t.tar", read_buffer);
         std::vector<Member> got;
         TarEntry e;
         std::string data;
         while (true) {
           Result<bool> more = reader.Next(&e, &data);
-          ASSERT_TRUE(more.ok()) << more.status().ToString();
+          ASSERT_OK(more);
           if (!*more) break;
           got.push_back({e.name, data});
         }
@@ -232,14 +232,14 @@ TEST(TarTest, SkippingDataWithNullBuffer) {
   size_t n = 0;
   while (true) {
     Result<bool> more = reader.Next(&e, nullptr);
-    ASSERT_TRUE(more.ok());
+    ASSERT_OK(more);
     if (!*more) break;
     ++n;
   }
   EXPECT_EQ(n, SampleMembers().size());
   // After the end, Next keeps answering false.
   Result<bool> again = reader.Next(&e, nullptr);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_FALSE(*again);
 }
 
@@ -255,11 +255,11 @@ TEST(TarTest, CorruptHeaderIsDataLoss) {
     TarEntry e;
     std::string data;
     Result<bool> first = reader.Next(&e, &data);
-    ASSERT_TRUE(first.ok());
+    ASSERT_OK(first);
     EXPECT_EQ(e.name, "first");
     Result<bool> second = reader.Next(&e, &data);
     ASSERT_FALSE(second.ok()) << "flip at " << pos;
-    EXPECT_EQ(second.status().code(), StatusCode::kDataLoss);
+    EXPECT_STATUS(second, StatusCode::kDataLoss);
     EXPECT_NE(second.status().message().find("mem://test/x.tar"), std::string::npos);
     EXPECT_NE(second.status().message().find("offset 1024"), std::string::npos)
         << second.status().message();
@@ -275,7 +275,7 @@ TEST(TarTest, MalformedNumbersAndPaxRecordsAreDataLoss) {
     std::memcpy(bad.data() + 124, "0000000009x", 11);  // size: not octal
     FixChecksum(&bad, 0);
     auto listed = ListTar(bad);
-    EXPECT_EQ(listed.status().code(), StatusCode::kDataLoss);
+    EXPECT_STATUS(listed, StatusCode::kDataLoss);
     EXPECT_NE(listed.status().message().find("size"), std::string::npos);
   }
   {
@@ -283,7 +283,7 @@ TEST(TarTest, MalformedNumbersAndPaxRecordsAreDataLoss) {
     std::memcpy(bad.data() + 124, "77777777777", 11);  // size far past the end
     FixChecksum(&bad, 0);
     auto listed = ListTar(bad);
-    EXPECT_EQ(listed.status().code(), StatusCode::kDataLoss);
+    EXPECT_STATUS(listed, StatusCode::kDataLoss);
     EXPECT_NE(listed.status().message().find("truncated"), std::string::npos);
   }
   {
@@ -292,7 +292,7 @@ TEST(TarTest, MalformedNumbersAndPaxRecordsAreDataLoss) {
     ASSERT_EQ(pax.substr(512, 4), "130 ");
     pax[512] = '9';
     auto listed = ListTar(pax);
-    EXPECT_EQ(listed.status().code(), StatusCode::kDataLoss);
+    EXPECT_STATUS(listed, StatusCode::kDataLoss);
     EXPECT_NE(listed.status().message().find("pax"), std::string::npos);
   }
 }
@@ -307,7 +307,7 @@ TEST(TarTest, Base256NumbersParse) {
   std::memset(bad.data() + 136, 0xff, 12);
   FixChecksum(&bad, 0);
   auto listed = ListTar(bad);
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_OK(listed);
   EXPECT_EQ((*listed)[0].size, 4u);
   EXPECT_EQ((*listed)[0].mtime, -1);
 }
@@ -319,31 +319,31 @@ TEST(TarTest, TruncatedArchivesAreDataLoss) {
     std::string truncated = archive.substr(0, cut);
     auto listed = ListTar(truncated, "cut");
     ASSERT_FALSE(listed.ok()) << "cut at " << cut;
-    EXPECT_EQ(listed.status().code(), StatusCode::kDataLoss) << listed.status().ToString();
+    EXPECT_STATUS(listed, StatusCode::kDataLoss) << listed.status().ToString();
     EXPECT_NE(listed.status().message().find("truncated"), std::string::npos)
         << listed.status().message();
   }
   // Cut exactly after the last member: no end-of-archive marker.
   auto no_marker = ListTar(archive.substr(0, archive.size() - 1024));
-  EXPECT_EQ(no_marker.status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(no_marker, StatusCode::kDataLoss);
   EXPECT_NE(no_marker.status().message().find("end-of-archive"), std::string::npos);
   // One zero block is enough (GNU tar accepts it too).
-  EXPECT_TRUE(ListTar(archive.substr(0, archive.size() - 512)).ok());
+  EXPECT_OK(ListTar(archive.substr(0, archive.size() - 512)));
   // Garbage is refused.
-  EXPECT_EQ(ListTar(RandomBytes(4096, 6)).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(ListTar(RandomBytes(4096, 6)), StatusCode::kDataLoss);
 }
 
 TEST(TarTest, TruncatedObjectStreamIsDataLoss) {
   storage::MemoryStore store;
   std::string archive = Build({{"a", RandomBytes(5000, 7)}});
-  ASSERT_TRUE(store.Put("t.tar", archive.substr(0, 3000)).ok());
+  ASSERT_OK(store.Put("t.tar", archive.substr(0, 3000)));
   auto in = store.OpenReader("t.tar");
-  ASSERT_TRUE(in.ok());
+  ASSERT_OK(in);
   TarReader reader(in->get(), "mem://test/t.tar");
   TarEntry e;
   std::string data;
   Result<bool> more = reader.Next(&e, &data);
-  EXPECT_EQ(more.status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(more, StatusCode::kDataLoss);
 }
 
 // --- GNU tar -------------------------------------------------------------------------------------
@@ -415,7 +415,7 @@ TEST(TarInteropTest, ArchivesFromGnuTarParse) {
       TarEntry e;
       std::string data;
       Result<bool> more = reader.Next(&e, &data);
-      ASSERT_TRUE(more.ok()) << format << ": " << more.status().ToString();
+      ASSERT_OK(more) << format << ": " << more.status().ToString();
       if (!*more) break;
       std::string name = e.name.substr(0, 2) == "./" ? e.name.substr(2) : e.name;
       if (e.is_regular()) {

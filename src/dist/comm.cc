@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "base/logging.h"
+#include "base/sync_point.h"
 #include "dist/net.h"
 #include "dist/store_wait.h"
 
@@ -31,10 +32,13 @@ std::string Join(const std::vector<int>& ranks) {
   return out;
 }
 
-std::vector<uint8_t> Bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::vector<uint8_t> Bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
 std::string Text(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
 
-c10::intrusive_ptr<c10d::Store> ConnectStore(const WorldInfo& w, bool server, std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> ConnectStore(const WorldInfo& w, bool server,
+                                             std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(w.master_port);
   o.isServer = server;
@@ -61,7 +65,8 @@ Heartbeat ParseHeartbeat(const std::string& text) {
 
 }  // namespace
 
-Comm::Comm(WorldInfo world, CommOptions options) : world_(std::move(world)), options_(std::move(options)) {}
+Comm::Comm(WorldInfo world, CommOptions options)
+    : world_(std::move(world)), options_(std::move(options)) {}
 
 Comm::~Comm() {
   LeaveRendezvous();
@@ -71,7 +76,8 @@ Comm::~Comm() {
 }
 
 Result<std::unique_ptr<Comm>> Comm::Connect(const WorldInfo& world, const CommOptions& options) {
-  if (options.timeout.count() <= 0 || options.connect_timeout.count() <= 0 || options.heartbeat_interval.count() <= 0) {
+  if (options.timeout.count() <= 0 || options.connect_timeout.count() <= 0 ||
+      options.heartbeat_interval.count() <= 0) {
     return InvalidArgumentError("dist: timeouts and the heartbeat interval must be positive");
   }
   std::unique_ptr<Comm> comm(new Comm(world, options));
@@ -82,8 +88,9 @@ Result<std::unique_ptr<Comm>> Comm::Connect(const WorldInfo& world, const CommOp
   try {
     REEL_RETURN_IF_ERROR(comm->Rendezvous());
   } catch (const std::exception& e) {
-    return UnavailableError("rank " + std::to_string(world.rank) + ": rendezvous at " + world.master_addr + ":" +
-                            std::to_string(world.master_port) + " failed: " + e.what());
+    return UnavailableError("rank " + std::to_string(world.rank) + ": rendezvous at " +
+                            world.master_addr + ":" + std::to_string(world.master_port) +
+                            " failed: " + e.what());
   }
   return comm;
 }
@@ -101,6 +108,7 @@ void Comm::LeaveRendezvous() {
     const auto deadline = Clock::now() + options_.timeout;
     std::map<int, int64_t> beats;
     auto last_change = Clock::now();
+    REEL_SYNC_POINT("Comm::LeaveRendezvous:HostWaits");
     while (store_->add("left", 0) < world_.world_size && Clock::now() < deadline) {
       bool changed = false;
       for (int r = 1; r < world_.world_size; ++r) {
@@ -112,7 +120,8 @@ void Comm::LeaveRendezvous() {
         beats[r] = beat;
       }
       if (changed) last_change = Clock::now();
-      if (Clock::now() - last_change > options_.heartbeat_interval * 3) break;  // the rest died or hang
+      if (Clock::now() - last_change > options_.heartbeat_interval * 3)
+        break;  // the rest died or hang
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   } catch (const std::exception& e) {
@@ -131,9 +140,10 @@ Status Comm::Rendezvous() {
   try {
     base = ConnectStore(world_, HostsStore(), options_.connect_timeout);
   } catch (const std::exception& e) {
-    return UnavailableError("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store at " + where +
-                            " (MASTER_ADDR/MASTER_PORT) within " +
-                            std::to_string(options_.connect_timeout.count() / 1000) + " s: " + e.what());
+    return UnavailableError(
+        "rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store at " + where +
+        " (MASTER_ADDR/MASTER_PORT) within " +
+        std::to_string(options_.connect_timeout.count() / 1000) + " s: " + e.what());
   }
   const std::string prefix = "reel/gen" + std::to_string(world_.generation);
   store_ = c10::make_intrusive<c10d::PrefixStore>(prefix, base);
@@ -150,27 +160,31 @@ Status Comm::Rendezvous() {
     for (int r = 0; r < world_.world_size; ++r) {
       if (!store_->check({keys[r]})) missing.push_back(r);
     }
-    return UnavailableError("ranks " + Join(missing) + " did not join the rendezvous at " + where + " within " +
-                            std::to_string(options_.connect_timeout.count() / 1000) + " s");
+    return UnavailableError("ranks " + Join(missing) + " did not join the rendezvous at " + where +
+                            " within " + std::to_string(options_.connect_timeout.count() / 1000) +
+                            " s");
   }
   const auto probe_timeout = std::min(options_.connect_timeout, std::chrono::milliseconds(10000));
   for (int r = 0; r < world_.world_size; ++r) {
     if (r == world_.rank) continue;
     std::string peer = Text(store_->get(keys[r]));
     size_t colon = peer.rfind(':');
-    Status reached = ProbeConnect(peer.substr(0, colon), std::atoi(peer.c_str() + colon + 1), probe_timeout);
+    Status reached =
+        ProbeConnect(peer.substr(0, colon), std::atoi(peer.c_str() + colon + 1), probe_timeout);
     if (!reached.ok()) {
-      return UnavailableError("rank " + std::to_string(world_.rank) + " (" + bind_address_ + ") cannot reach rank " +
-                              std::to_string(r) + " at " + reached.message() +
-                              "; check the network and firewall between the nodes, or name the interface "
-                              "(--iface / GLOO_SOCKET_IFNAME)");
+      return UnavailableError(
+          "rank " + std::to_string(world_.rank) + " (" + bind_address_ + ") cannot reach rank " +
+          std::to_string(r) + " at " + reached.message() +
+          "; check the network and firewall between the nodes, or name the interface "
+          "(--iface / GLOO_SOCKET_IFNAME)");
     }
   }
   // Keep listening until every rank has checked every other.
   store_->add("probe-done", 1);
   const auto deadline = Clock::now() + options_.connect_timeout;
   while (store_->add("probe-done", 0) < world_.world_size) {
-    if (Clock::now() > deadline) return UnavailableError("the connectivity check did not finish on every rank");
+    if (Clock::now() > deadline)
+      return UnavailableError("the connectivity check did not finish on every rank");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
@@ -178,26 +192,31 @@ Status Comm::Rendezvous() {
 #ifdef REEL_WITH_NCCL
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options_.timeout;
-    group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, world_.rank, world_.world_size, nccl);
+    group_ =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, world_.rank, world_.world_size, nccl);
     backend_ = "nccl";
 #else
-    return InvalidArgumentError("training on CUDA across processes needs NCCL, and this Reel was built against a "
-                                "LibTorch without it");
+    return InvalidArgumentError(
+        "training on CUDA across processes needs NCCL, and this Reel was built against a "
+        "LibTorch without it");
 #endif
   } else {
     auto gloo = c10d::ProcessGroupGloo::Options::create(options_.timeout);
-    gloo->devices.push_back(options_.interface_name.empty()
-                                ? c10d::ProcessGroupGloo::createDeviceForHostname(bind_address_)
-                                : c10d::ProcessGroupGloo::createDeviceForInterface(options_.interface_name));
+    gloo->devices.push_back(
+        options_.interface_name.empty()
+            ? c10d::ProcessGroupGloo::createDeviceForHostname(bind_address_)
+            : c10d::ProcessGroupGloo::createDeviceForInterface(options_.interface_name));
     gloo->threads = 2;
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, world_.rank, world_.world_size, gloo);
+    group_ =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store_, world_.rank, world_.world_size, gloo);
     backend_ = "gloo";
   }
   store_->setTimeout(options_.timeout);
-  heartbeat_store_ = c10::make_intrusive<c10d::PrefixStore>(prefix, ConnectStore(world_, false, options_.connect_timeout));
+  heartbeat_store_ = c10::make_intrusive<c10d::PrefixStore>(
+      prefix, ConnectStore(world_, false, options_.connect_timeout));
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  Logger("dist")->info("rank {} of {} joined ({}, {} at {})", world_.rank, world_.world_size, backend_,
-                       world_.source, mine);
+  Logger("dist")->info("rank {} of {} joined ({}, {} at {})", world_.rank, world_.world_size,
+                       backend_, world_.source, mine);
   return Status::Ok();
 }
 
@@ -211,7 +230,8 @@ void Comm::HeartbeatLoop() {
       last = last_what_;
     }
     try {
-      heartbeat_store_->set(key, Bytes(std::to_string(++beats) + " " + std::to_string(issued_.load()) + " " + last));
+      heartbeat_store_->set(
+          key, Bytes(std::to_string(++beats) + " " + std::to_string(issued_.load()) + " " + last));
     } catch (const std::exception&) {
       // The store's host is gone; the collective that fails next reports it.
     }
@@ -230,7 +250,8 @@ int64_t Comm::Issue(const std::string& what) {
 
 std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const std::string& error) {
   std::ostringstream report;
-  report << "rank " << world_.rank << ": collective #" << seq << " (" << what << ") failed: " << error;
+  report << "rank " << world_.rank << ": collective #" << seq << " (" << what
+         << ") failed: " << error;
   auto read_all = [&](std::map<int, Heartbeat>* out) {
     for (int r = 0; r < world_.world_size; ++r) {
       const std::string key = "heartbeat/" + std::to_string(r);
@@ -244,7 +265,8 @@ std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const st
     read_all(&after);
   } catch (const std::exception& e) {
     report << ". The rendezvous store at " << world_.master_addr << ":" << world_.master_port
-           << " is unreachable too (" << (world_.agent_store ? "the launcher" : "rank 0") << " hosts it; it has "
+           << " is unreachable too (" << (world_.agent_store ? "the launcher" : "rank 0")
+           << " hosts it; it has "
            << "probably exited)";
     return report.str();
   }
@@ -256,16 +278,18 @@ std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const st
       findings.push_back("rank " + std::to_string(r) + " never sent a heartbeat");
     } else if (b != before.end() && b->second.beats == a->second.beats) {
       char silent[32];
-      std::snprintf(silent, sizeof(silent), "%.1f", options_.heartbeat_interval.count() * 3 / 1000.0);
-      std::string finding = "rank " + std::to_string(r) + " is not answering: no heartbeat for " + silent +
-                            " s (it died, hangs or is stopped)";
+      std::snprintf(silent, sizeof(silent), "%.1f",
+                    options_.heartbeat_interval.count() * 3 / 1000.0);
+      std::string finding = "rank " + std::to_string(r) + " is not answering: no heartbeat for " +
+                            silent + " s (it died, hangs or is stopped)";
       if (a->second.issued > 0) {
-        finding += "; its last heartbeat had it at collective #" + std::to_string(a->second.issued) + " (" +
-                   a->second.last + ")";
+        finding += "; its last heartbeat had it at collective #" +
+                   std::to_string(a->second.issued) + " (" + a->second.last + ")";
       }
       findings.push_back(finding);
     } else if (a->second.issued < seq) {
-      findings.push_back("rank " + std::to_string(r) + " is alive but behind: it issued only collective #" +
+      findings.push_back("rank " + std::to_string(r) +
+                         " is alive but behind: it issued only collective #" +
                          std::to_string(a->second.issued) + " (" + a->second.last + ")");
     }
   }
@@ -318,7 +342,8 @@ Status Comm::AllReduce(at::Tensor tensor, std::string what) {
 Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, std::string what) {
   // One flat buffer per (dtype, device): one collective instead of one per tensor.
   std::map<std::pair<int, std::string>, std::vector<at::Tensor>> groups;
-  for (const auto& t : tensors) groups[{static_cast<int>(t.scalar_type()), t.device().str()}].push_back(t);
+  for (const auto& t : tensors)
+    groups[{static_cast<int>(t.scalar_type()), t.device().str()}].push_back(t);
   for (auto& [key, group] : groups) {
     std::vector<at::Tensor> flat_parts;
     for (const auto& t : group) flat_parts.push_back(t.detach().reshape(-1));
@@ -359,15 +384,19 @@ Status Comm::FollowLeader(std::string what, std::chrono::milliseconds patience) 
     auto last_change = Clock::now();
     while (true) {
       if (WaitForKeys(*store_, {key}, options_.heartbeat_interval)) return Status::Ok();
-      const int64_t beat = store_->check({leader}) ? ParseHeartbeat(Text(store_->get(leader))).beats : -1;
+      const int64_t beat =
+          store_->check({leader}) ? ParseHeartbeat(Text(store_->get(leader))).beats : -1;
       if (beat != last_beat) {
         last_beat = beat;
         last_change = Clock::now();
+        REEL_SYNC_POINT("Comm::FollowLeader:RankZeroAlive");
       }
       const bool silent = Clock::now() - last_change > options_.heartbeat_interval * 3;
       if (silent || Clock::now() > deadline) {
-        std::runtime_error e(silent ? "rank 0 stopped sending heartbeats while this rank waited for it"
-                                    : "rank 0 did not finish within " + std::to_string(patience.count() / 1000) + " s");
+        std::runtime_error e(silent
+                                 ? "rank 0 stopped sending heartbeats while this rank waited for it"
+                                 : "rank 0 did not finish within " +
+                                       std::to_string(patience.count() / 1000) + " s");
         return Failed(seq, what, e);
       }
     }

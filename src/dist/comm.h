@@ -26,6 +26,11 @@
 // every rank.
 #pragma once
 
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -33,11 +38,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/version.h>
 
 #include "base/status.h"
 #include "dist/world.h"
@@ -88,7 +88,8 @@ class Comm {
   Status Broadcast(const std::vector<at::Tensor>& tensors, int root, std::string what);
   // Every rank waits here; `timeout` (0 = the watchdog's) for phases where rank 0 works alone
   // (evaluation, checkpoints) while the others wait.
-  Status Barrier(std::string what, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  Status Barrier(std::string what,
+                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
   // Rank 0 works alone (a checkpoint, an evaluation) while the others wait here for it, up to
   // `patience`, which may exceed the watchdog's timeout; a rank 0 that stops sending heartbeats

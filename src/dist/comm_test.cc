@@ -5,10 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 
+#include "base/sync_point.h"
 #include "dist/net.h"
 #include "dist/testing/thread_world.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dist {
 namespace {
@@ -34,22 +37,22 @@ TEST(CommTest, AllReduceSumsAndBroadcastCopiesFromRoot) {
     EXPECT_EQ(comm->backend(), "gloo");
     at::Tensor t = torch::full({5}, rank + 1.0);
     Status reduced = comm->AllReduce(t, "test sum");
-    EXPECT_TRUE(reduced.ok()) << reduced.ToString();
+    EXPECT_OK(reduced);
     EXPECT_TRUE(torch::equal(t, torch::full({5}, 6.0))) << t;
 
     at::Tensor half = torch::full({3}, rank + 0.5, torch::kHalf);
-    EXPECT_TRUE(comm->AllReduce(half, "half sum").ok());
+    EXPECT_OK(comm->AllReduce(half, "half sum"));
     EXPECT_FLOAT_EQ(half[0].item<float>(), 4.5f);
 
     std::vector<at::Tensor> tensors = {torch::full({2, 3}, static_cast<float>(rank)),
                                        torch::full({4}, static_cast<int64_t>(rank * 10)),
                                        torch::full({1}, static_cast<float>(rank + 7))};
     Status sent = comm->Broadcast(tensors, 1, "test broadcast");
-    EXPECT_TRUE(sent.ok()) << sent.ToString();
+    EXPECT_OK(sent);
     EXPECT_TRUE(torch::equal(tensors[0], torch::full({2, 3}, 1.0f)));
     EXPECT_TRUE(torch::equal(tensors[1], torch::full({4}, int64_t{10})));
     EXPECT_TRUE(torch::equal(tensors[2], torch::full({1}, 8.0f)));
-    EXPECT_TRUE(comm->Barrier("end").ok());
+    EXPECT_OK(comm->Barrier("end"));
   });
   EXPECT_EQ(failures, 0);
 }
@@ -60,8 +63,9 @@ TEST(CommTest, ARankThatNeverJoinsIsNamed) {
   o.connect_timeout = std::chrono::milliseconds(1500);
   auto comm = Comm::Connect(testing::ThreadWorld(*store, 0, 2), o);
   ASSERT_FALSE(comm.ok());
-  EXPECT_EQ(comm.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(comm.status().message().find("ranks 1 did not join the rendezvous at 127.0.0.1:"), std::string::npos)
+  EXPECT_STATUS(comm, StatusCode::kUnavailable);
+  EXPECT_NE(comm.status().message().find("ranks 1 did not join the rendezvous at 127.0.0.1:"),
+            std::string::npos)
       << comm.status().message();
 }
 
@@ -90,22 +94,31 @@ TEST(CommTest, WatchdogNamesTheRankThatFellBehind) {
   CommOptions o = Fast();
   o.timeout = std::chrono::milliseconds(1500);
   std::string rank0_error;
+  // Rank 1 is stuck in compute until rank 0 has given up on it (no sleep decides how long).
+  std::promise<void> rank0_gave_up;
+  std::shared_future<void> gave_up = rank0_gave_up.get_future().share();
   RunRanks(2, o, [&](int rank, Comm* comm) {
     ASSERT_NE(comm, nullptr);
-    ASSERT_TRUE(comm->AllReduce(torch::ones({4}), "warm-up").ok());
+    ASSERT_OK(comm->AllReduce(torch::ones({4}), "warm-up"));
     if (rank == 0) {
       Status s = comm->AllReduce(torch::ones({4}), "gradient bucket 0 of step 2");
-      ASSERT_FALSE(s.ok());
       rank0_error = s.message();
       // Let rank 1 see its partner gone rather than wait on it.
-      EXPECT_FALSE(comm->Barrier("after the failure").ok());
+      Status barrier = comm->Barrier("after the failure");
+      rank0_gave_up.set_value();
+      ASSERT_FALSE(s.ok());
+      EXPECT_FALSE(barrier.ok());
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // stuck in compute
-      (void)comm->AllReduce(torch::ones({4}), "gradient bucket 0 of step 2");
+      gave_up.wait();  // stuck in compute
+      // Its partner is gone: this fails, and the test is about rank 0's report.
+      comm->AllReduce(torch::ones({4}), "gradient bucket 0 of step 2").IgnoreError();
     }
   });
-  EXPECT_NE(rank0_error.find("collective #2 (gradient bucket 0 of step 2) failed"), std::string::npos) << rank0_error;
-  EXPECT_NE(rank0_error.find("rank 1 is alive but behind: it issued only collective #1 (warm-up)"), std::string::npos)
+  EXPECT_NE(rank0_error.find("collective #2 (gradient bucket 0 of step 2) failed"),
+            std::string::npos)
+      << rank0_error;
+  EXPECT_NE(rank0_error.find("rank 1 is alive but behind: it issued only collective #1 (warm-up)"),
+            std::string::npos)
       << rank0_error;
 }
 
@@ -114,20 +127,38 @@ TEST(CommTest, WatchdogNamesTheRankThatFellBehind) {
 TEST(CommTest, FollowLeaderWaitsForABusyRankZero) {
   torch::set_num_threads(1);
   using std::chrono::milliseconds;
+  // Rank 0 starts its part of each round only once rank 1, waiting, has seen rank 0's heartbeat
+  // change four times: rank 0 is busy for several intervals, decided by events, not a sleep.
+  constexpr int kBeats = 4;
+  std::atomic<int> seen{0};
+  std::promise<void> busy_long_enough[3];
+  std::atomic<int> round_of_rank1{0};
+  SyncPoint::Get().SetCallback("Comm::FollowLeader:RankZeroAlive", [&] {
+    if (++seen == kBeats) busy_long_enough[round_of_rank1.load()].set_value();
+  });
+  SyncPoint::Get().EnableProcessing();
   RunRanks(2, Fast(), [&](int rank, Comm* comm) {
     ASSERT_NE(comm, nullptr);
     for (int round = 0; round < 3; ++round) {
       const auto start = std::chrono::steady_clock::now();
-      if (rank == 0) std::this_thread::sleep_for(milliseconds(450));  // 4.5 heartbeat intervals
-      Status followed = comm->FollowLeader("rank 0 evaluating, round " + std::to_string(round), milliseconds(10000));
-      EXPECT_TRUE(followed.ok()) << followed.ToString();
-      if (rank == 1) EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(400));
+      if (rank == 0) busy_long_enough[round].get_future().wait();  // "evaluating"
+      Status followed = comm->FollowLeader("rank 0 evaluating, round " + std::to_string(round),
+                                           milliseconds(10000));
+      EXPECT_OK(followed);
+      if (rank == 1) {
+        EXPECT_GE(seen.load(), kBeats);
+        // Four distinct heartbeats take at least three heartbeat intervals (100 ms each).
+        EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(300));
+        seen = 0;
+        round_of_rank1 = round + 1;
+      }
       at::Tensor t = torch::full({3}, rank + 1.0);
       Status reduced = comm->AllReduce(t, "after round " + std::to_string(round));
-      EXPECT_TRUE(reduced.ok()) << reduced.ToString();
+      EXPECT_OK(reduced);
       EXPECT_TRUE(torch::equal(t, torch::full({3}, 3.0))) << t;
     }
   });
+  SyncPoint::Get().Reset();
 }
 
 // Without a launcher rank 0 hosts the store. It sets its last "done" key and leaves at once;
@@ -138,7 +169,7 @@ TEST(CommTest, RankZeroHostingTheStoreStaysUntilTheOthersLeave) {
   int port = 0;
   {
     auto probe = ProbeListener::Listen("127.0.0.1");  // a free port, released again
-    ASSERT_TRUE(probe.ok());
+    ASSERT_OK(probe);
     port = (*probe)->port();
   }
   auto world = [&](int rank) {
@@ -151,25 +182,33 @@ TEST(CommTest, RankZeroHostingTheStoreStaysUntilTheOthersLeave) {
     return w;
   };
   Status followed = InternalError("rank 1 did not run");
-  double rank0_leave_s = 0;
+  // Rank 1 looks for the key only once rank 0 is already leaving.
+  std::promise<void> rank0_leaving;
+  SyncPoint::Get().SetCallback("Comm::LeaveRendezvous:HostWaits",
+                               [&] { rank0_leaving.set_value(); });
+  SyncPoint::Get().EnableProcessing();
+  std::atomic<bool> rank1_followed{false};
+  bool rank1_done_before_rank0_left = false;
   std::thread rank0([&] {
     auto comm = Comm::Connect(world(0), Fast());
-    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
-    EXPECT_TRUE((*comm)->FollowLeader("the final evaluation", milliseconds(10000)).ok());
-    const auto start = std::chrono::steady_clock::now();
+    ASSERT_OK(comm);
+    EXPECT_OK((*comm)->FollowLeader("the final evaluation", milliseconds(10000)));
     comm->reset();
-    rank0_leave_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rank1_done_before_rank0_left = rank1_followed.load();
   });
   std::thread rank1([&] {
     auto comm = Comm::Connect(world(1), Fast());
-    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
-    std::this_thread::sleep_for(milliseconds(500));  // still writing its own results
+    ASSERT_OK(comm);
+    rank0_leaving.get_future().wait();  // still writing its own results
     followed = (*comm)->FollowLeader("the final evaluation", milliseconds(10000));
+    rank1_followed = true;
   });
   rank0.join();
   rank1.join();
-  EXPECT_TRUE(followed.ok()) << followed.ToString();
-  EXPECT_GE(rank0_leave_s, 0.3);
+  SyncPoint::Get().Reset();
+  EXPECT_OK(followed);
+  EXPECT_TRUE(rank1_done_before_rank0_left)
+      << "rank 0 took the store away before rank 1 had read its key";
 }
 
 }  // namespace

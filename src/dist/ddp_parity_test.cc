@@ -10,10 +10,12 @@
 #include <mutex>
 #include <sstream>
 
-#include "base/testing/shell.h"
 #include "dist/reducer.h"
 #include "dist/testing/thread_world.h"
 #include "models/state_dict.h"
+#include "testing/shell.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::dist {
 namespace {
@@ -27,16 +29,18 @@ std::string ReadAll(const std::string& path) {
 
 torch::Tensor Get(const models::SafetensorsFile& file, const std::string& name) {
   auto t = models::FromTensorBytes(file.tensors.at(name), name);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_OK(t);
   return *t;
 }
 
 // ddp_reference.py's ParityNet.
 struct ParityNetImpl : torch::nn::Module {
   ParityNetImpl() {
-    conv1 = register_module("conv1", torch::nn::Conv3d(torch::nn::Conv3dOptions(3, 8, 3).padding(1)));
+    conv1 =
+        register_module("conv1", torch::nn::Conv3d(torch::nn::Conv3dOptions(3, 8, 3).padding(1)));
     bn1 = register_module("bn1", torch::nn::BatchNorm3d(8));
-    conv2 = register_module("conv2", torch::nn::Conv3d(torch::nn::Conv3dOptions(8, 16, 3).stride(2).padding(1)));
+    conv2 = register_module(
+        "conv2", torch::nn::Conv3d(torch::nn::Conv3dOptions(8, 16, 3).stride(2).padding(1)));
     fc = register_module("fc", torch::nn::Linear(16, 4));
   }
   torch::Tensor forward(torch::Tensor x) {
@@ -52,14 +56,16 @@ TORCH_MODULE(ParityNet);
 
 TEST(DdpParityTest, MatchesPyTorchDistributedDataParallel) {
   constexpr int kSteps = 5, kWorld = 2, kPerRank = 2;
-  char dir[] = "/tmp/reel-ddp-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  reel::testing::TempDir dir_owner;
+  const std::string dir = dir_owner.path();
   const char* source = std::getenv("REEL_SOURCE_DIR");
   const std::string script = std::string(source ? source : ".") + "/src/dist/ddp_reference.py";
-  auto run = reel::testing::RunCommand("/usr/bin/python3 " + script + " " + dir + " " + std::to_string(kSteps) + " 2>&1");
+  auto run = reel::testing::RunCommand("/usr/bin/python3 " + script + " " + dir + " " +
+                                       std::to_string(kSteps) + " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto init = models::ReadSafetensors(ReadAll(std::string(dir) + "/init.safetensors"), "init");
-  auto batches = models::ReadSafetensors(ReadAll(std::string(dir) + "/batches.safetensors"), "batches");
+  auto batches =
+      models::ReadSafetensors(ReadAll(std::string(dir) + "/batches.safetensors"), "batches");
   auto expected = models::ReadSafetensors(ReadAll(std::string(dir) + "/ddp.safetensors"), "ddp");
   reel::testing::RunCommand(std::string("rm -rf ") + dir);
   ASSERT_TRUE(init.ok() && batches.ok() && expected.ok());
@@ -82,33 +88,35 @@ TEST(DdpParityTest, MatchesPyTorchDistributedDataParallel) {
     auto module = model.ptr();
     if (rank == 0) {  // rank 1 keeps its random start: the broadcast must replace it
       Status loaded = models::LoadStateDict(*module, *init);
-      ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+      ASSERT_OK(loaded);
     }
     module->train();
     std::vector<torch::Tensor> state = module->parameters(), buffers = module->buffers();
     state.insert(state.end(), buffers.begin(), buffers.end());
-    ASSERT_TRUE(comm->Broadcast(state, 0, "initial state").ok());
+    ASSERT_OK(comm->Broadcast(state, 0, "initial state"));
     std::vector<Reducer::NamedParameter> named;
     for (auto& p : module->named_parameters()) named.emplace_back(p.key(), p.value());
     ReducerOptions small;  // several buckets, as the reference's bucket_cap_mb
     small.first_bucket_bytes = 4096;
     small.bucket_cap_bytes = 4096;
     auto reducer = Reducer::Create(named, *comm, small);
-    ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+    ASSERT_OK(reducer);
     torch::optim::SGD sgd(module->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
     for (int s = 0; s < kSteps; ++s) {
-      torch::Tensor x = Get(*batches, "input." + std::to_string(s)).narrow(0, rank * kPerRank, kPerRank);
-      torch::Tensor y = Get(*batches, "label." + std::to_string(s)).narrow(0, rank * kPerRank, kPerRank);
+      torch::Tensor x =
+          Get(*batches, "input." + std::to_string(s)).narrow(0, rank * kPerRank, kPerRank);
+      torch::Tensor y =
+          Get(*batches, "label." + std::to_string(s)).narrow(0, rank * kPerRank, kPerRank);
       sgd.zero_grad();
-      ASSERT_TRUE(comm->Broadcast(buffers, 0, "buffers").ok());
+      ASSERT_OK(comm->Broadcast(buffers, 0, "buffers"));
       torch::nn::functional::cross_entropy(model->forward(x), y).backward();
       statuses[rank] = (*reducer)->Finish();
-      ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].ToString();
+      ASSERT_OK(statuses[rank]);
       sgd.step();
     }
     finals[rank] = models::SaveStateDict(*module);
   });
-  for (int r = 0; r < kWorld; ++r) ASSERT_TRUE(statuses[r].ok());
+  for (int r = 0; r < kWorld; ++r) ASSERT_OK(statuses[r]);
 
   double worst = 0, moved = 0;
   std::string worst_name;
@@ -133,9 +141,10 @@ TEST(DdpParityTest, MatchesPyTorchDistributedDataParallel) {
     }
   }
   EXPECT_EQ(compared, 10);  // 8 parameters, 2 running statistics
-  EXPECT_GT(moved, 1e-3);  // training changed the weights
+  EXPECT_GT(moved, 1e-3);   // training changed the weights
   EXPECT_LT(worst, 1e-5) << "largest difference in " << worst_name;
-  std::printf("compared %d tensors; largest difference from PyTorch DDP %.3g (%s)\n", compared, worst, worst_name.c_str());
+  std::printf("compared %d tensors; largest difference from PyTorch DDP %.3g (%s)\n", compared,
+              worst, worst_name.c_str());
 }
 
 }  // namespace

@@ -3,9 +3,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,14 +32,23 @@ struct Worker {
 };
 
 // The environment of one worker: ours, minus the variables we set, plus them.
-std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_rank, int generation, int port) {
-  static const char* kOwned[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
-                                 "MASTER_ADDR=", "MASTER_PORT=", "REEL_AGENT_STORE=", "REEL_RESTART_GENERATION=",
+std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_rank, int generation,
+                                           int port) {
+  static const char* kOwned[] = {"RANK=",
+                                 "WORLD_SIZE=",
+                                 "LOCAL_RANK=",
+                                 "LOCAL_WORLD_SIZE=",
+                                 "GROUP_RANK=",
+                                 "MASTER_ADDR=",
+                                 "MASTER_PORT=",
+                                 "REEL_AGENT_STORE=",
+                                 "REEL_RESTART_GENERATION=",
                                  "TORCHELASTIC_RESTART_COUNT="};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     bool owned = false;
-    for (const char* prefix : kOwned) owned = owned || std::strncmp(*e, prefix, std::strlen(prefix)) == 0;
+    for (const char* prefix : kOwned)
+      owned = owned || std::strncmp(*e, prefix, std::strlen(prefix)) == 0;
     if (!owned) env.emplace_back(*e);
   }
   const int rank = o.node_rank * o.nproc + local_rank;
@@ -57,7 +65,8 @@ std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_ran
   return env;
 }
 
-Result<pid_t> Spawn(const std::vector<std::string>& argv_strings, const std::vector<std::string>& env_strings) {
+Result<pid_t> Spawn(const std::vector<std::string>& argv_strings,
+                    const std::vector<std::string>& env_strings) {
   // Built before fork: the child only calls async-signal-safe functions.
   std::vector<char*> argv, envp;
   for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
@@ -78,7 +87,8 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv_strings, const std::vec
 
 std::string Describe(const Worker& w) {
   std::string who = "rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.pid) + ")";
-  if (WIFSIGNALED(w.status)) return who + " was killed by signal " + std::to_string(WTERMSIG(w.status));
+  if (WIFSIGNALED(w.status))
+    return who + " was killed by signal " + std::to_string(WTERMSIG(w.status));
   if (WIFEXITED(w.status)) {
     if (WEXITSTATUS(w.status) == 127) return who + " could not be started (exit 127)";
     return who + " exited with code " + std::to_string(WEXITSTATUS(w.status));
@@ -94,7 +104,8 @@ void StopAll(std::vector<Worker>& workers, double grace_s) {
       kill(w.pid, SIGCONT);  // a stopped worker must run to handle SIGTERM
     }
   }
-  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
   bool killed = false;
   while (true) {
     bool any = false;
@@ -137,7 +148,8 @@ class Launcher {
           return pid.status();
         }
         workers.push_back({o_.node_rank * o_.nproc + local, *pid, true, 0});
-        Logger("launch")->info("generation {}: rank {} started as pid {}", generation, workers.back().rank, *pid);
+        Logger("launch")->info("generation {}: rank {} started as pid {}", generation,
+                               workers.back().rank, *pid);
       }
       Outcome outcome = Watch(workers, generation);
       if (outcome.kind == Outcome::kSucceeded) {
@@ -164,12 +176,15 @@ class Launcher {
       result.exit_code = outcome.exit_code;
       result.restarts = generation;
       if (generation >= o_.max_restarts) {
-        Logger("launch")->error("{}; no restarts left ({} allowed)", outcome.failure, o_.max_restarts);
+        Logger("launch")->error("{}; no restarts left ({} allowed)", outcome.failure,
+                                o_.max_restarts);
         return result;
       }
       generation = NextGeneration(generation);
-      Logger("launch")->warn("{}; restarting all {} workers of this node from the latest checkpoint (restart {} of {})",
-                             outcome.failure, o_.nproc, generation, o_.max_restarts);
+      Logger("launch")->warn(
+          "{}; restarting all {} workers of this node from the latest checkpoint (restart {} of "
+          "{})",
+          outcome.failure, o_.nproc, generation, o_.max_restarts);
     }
   }
 
@@ -189,8 +204,9 @@ class Launcher {
     try {
       store_ = c10::make_intrusive<c10d::TCPStore>(o_.master_addr, so);
     } catch (const std::exception& e) {
-      return UnavailableError(std::string(so.isServer ? "cannot host" : "cannot reach") + " the rendezvous store at " +
-                              o_.master_addr + ":" + std::to_string(o_.master_port) + ": " + e.what());
+      return UnavailableError(std::string(so.isServer ? "cannot host" : "cannot reach") +
+                              " the rendezvous store at " + o_.master_addr + ":" +
+                              std::to_string(o_.master_port) + ": " + e.what());
     }
     port_ = store_->getPort();
     return Status::Ok();
@@ -201,11 +217,13 @@ class Launcher {
     if (o_.nnodes == 1) return Status::Ok();
     const std::string key = "launchers/gen" + std::to_string(generation);
     store_->add(key, 1);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
     while (store_->add(key, 0) < o_.nnodes) {
       if (Clock::now() > deadline) {
-        return UnavailableError("only " + std::to_string(store_->add(key, 0)) + " of " + std::to_string(o_.nnodes) +
-                                " nodes joined generation " + std::to_string(generation) + " within " +
+        return UnavailableError("only " + std::to_string(store_->add(key, 0)) + " of " +
+                                std::to_string(o_.nnodes) + " nodes joined generation " +
+                                std::to_string(generation) + " within " +
                                 std::to_string(static_cast<int>(o_.connect_timeout_s)) + " s");
       }
       if (g_stop_signal) return CancelledError("stopped by a signal while waiting for other nodes");
@@ -237,7 +255,8 @@ class Launcher {
           const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
           if (!ok) {
             Outcome failed{Outcome::kLocalFailure, Describe(w), 1};
-            if (WIFEXITED(w.status) && WEXITSTATUS(w.status) != 0) failed.exit_code = WEXITSTATUS(w.status);
+            if (WIFEXITED(w.status) && WEXITSTATUS(w.status) != 0)
+              failed.exit_code = WEXITSTATUS(w.status);
             return failed;
           }
         } else {
@@ -252,7 +271,8 @@ class Launcher {
             return {Outcome::kRemoteFailure, "a worker on another node failed", 1};
           }
         } catch (const std::exception& e) {
-          return {Outcome::kRemoteFailure, std::string("the rendezvous store is gone: ") + e.what(), 1};
+          return {Outcome::kRemoteFailure, std::string("the rendezvous store is gone: ") + e.what(),
+                  1};
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -265,8 +285,10 @@ class Launcher {
     try {
       store_->add("launchers/done", 1);
       if (o_.node_rank != 0) return Status::Ok();
-      const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.connect_timeout_s * 1000));
-      while (store_->add("launchers/done", 0) < o_.nnodes && Clock::now() < deadline && !g_stop_signal) {
+      const auto deadline = Clock::now() + std::chrono::milliseconds(
+                                               static_cast<int64_t>(o_.connect_timeout_s * 1000));
+      while (store_->add("launchers/done", 0) < o_.nnodes && Clock::now() < deadline &&
+             !g_stop_signal) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     } catch (const std::exception& e) {
@@ -283,24 +305,29 @@ class Launcher {
 }  // namespace
 
 Result<LaunchResult> RunLauncher(const LaunchOptions& options) {
-  if (options.nproc < 1 || options.nnodes < 1 || options.node_rank < 0 || options.node_rank >= options.nnodes) {
-    return InvalidArgumentError("launcher: need nproc >= 1, nnodes >= 1 and 0 <= node_rank < nnodes (got nproc " +
-                                std::to_string(options.nproc) + ", nnodes " + std::to_string(options.nnodes) +
-                                ", node_rank " + std::to_string(options.node_rank) + ")");
+  if (options.nproc < 1 || options.nnodes < 1 || options.node_rank < 0 ||
+      options.node_rank >= options.nnodes) {
+    return InvalidArgumentError(
+        "launcher: need nproc >= 1, nnodes >= 1 and 0 <= node_rank < nnodes (got nproc " +
+        std::to_string(options.nproc) + ", nnodes " + std::to_string(options.nnodes) +
+        ", node_rank " + std::to_string(options.node_rank) + ")");
   }
   if (options.nnodes > 1 && options.master_port == 0) {
-    return InvalidArgumentError("launcher: a job over several nodes needs --master-port (and --master-addr: node 0's "
-                                "address)");
+    return InvalidArgumentError(
+        "launcher: a job over several nodes needs --master-port (and --master-addr: node 0's "
+        "address)");
   }
   if (options.master_port < 0 || options.master_port > 65535) {
     return InvalidArgumentError("launcher: --master-port must be in [0, 65535]");
   }
-  if (options.max_restarts < 0) return InvalidArgumentError("launcher: --max-restarts must be >= 0");
+  if (options.max_restarts < 0)
+    return InvalidArgumentError("launcher: --max-restarts must be >= 0");
   if (options.worker_argv.empty()) return InvalidArgumentError("launcher: no worker command");
   g_stop_signal = 0;
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   Launcher launcher(options);

@@ -26,11 +26,11 @@
 namespace reel::dist {
 
 struct LaunchOptions {
-  int nproc = 1;                 // workers on this node
+  int nproc = 1;  // workers on this node
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;           // 0: a free port (single node only)
+  int master_port = 0;  // 0: a free port (single node only)
   int max_restarts = 0;
   std::vector<std::string> worker_argv;   // program and arguments
   std::vector<std::string> restart_args;  // appended after a restart

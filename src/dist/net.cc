@@ -18,7 +18,8 @@ namespace reel::dist {
 
 Result<std::string> InterfaceAddress(const std::string& interface_name) {
   ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return InternalError(std::string("getifaddrs: ") + std::strerror(errno));
+  if (getifaddrs(&list) != 0)
+    return InternalError(std::string("getifaddrs: ") + std::strerror(errno));
   std::string found;
   std::set<std::string> names;
   for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
@@ -26,7 +27,8 @@ Result<std::string> InterfaceAddress(const std::string& interface_name) {
     names.insert(it->ifa_name);
     if (found.empty() && interface_name == it->ifa_name) {
       char text[INET_ADDRSTRLEN] = {0};
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text, sizeof(text));
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text,
+                sizeof(text));
       found = text;
     }
   }
@@ -34,8 +36,8 @@ Result<std::string> InterfaceAddress(const std::string& interface_name) {
   if (!found.empty()) return found;
   std::string present;
   for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
-  return NotFoundError("network interface '" + interface_name + "' has no IPv4 address here (interfaces: " +
-                       present + ")");
+  return NotFoundError("network interface '" + interface_name +
+                       "' has no IPv4 address here (interfaces: " + present + ")");
 }
 
 std::string DefaultHostAddress() {
@@ -47,7 +49,8 @@ std::string DefaultHostAddress() {
   addrinfo* result = nullptr;
   if (getaddrinfo(host, nullptr, &hints, &result) != 0 || result == nullptr) return "127.0.0.1";
   char text[INET_ADDRSTRLEN] = {0};
-  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr, text, sizeof(text));
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr, text,
+            sizeof(text));
   freeaddrinfo(result);
   return text;
 }
@@ -97,7 +100,8 @@ Status ProbeConnect(const std::string& host, int port, std::chrono::milliseconds
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* result = nullptr;
   int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &result);
-  if (rc != 0 || result == nullptr) return UnavailableError("cannot resolve " + host + ": " + gai_strerror(rc));
+  if (rc != 0 || result == nullptr)
+    return UnavailableError("cannot resolve " + host + ": " + gai_strerror(rc));
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     freeaddrinfo(result);

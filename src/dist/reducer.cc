@@ -1,9 +1,9 @@
 #include "dist/reducer.h"
 
+#include <c10/util/strides.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
-#include <c10/util/strides.h>
 
 #include <algorithm>
 #include <numeric>
@@ -14,7 +14,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
 }
 
 std::string Megabytes(int64_t bytes) {
@@ -43,16 +44,21 @@ Result<std::unique_ptr<Reducer>> Reducer::Create(std::vector<NamedParameter> par
   std::vector<NamedParameter> trainable;
   for (auto& [name, tensor] : parameters) {
     if (!tensor.requires_grad()) continue;
-    if (tensor.is_sparse()) return InvalidArgumentError("reducer: parameter '" + name + "' is sparse");
+    if (tensor.is_sparse())
+      return InvalidArgumentError("reducer: parameter '" + name + "' is sparse");
     if (tensor.scalar_type() != at::kFloat) {
-      return InvalidArgumentError("reducer: parameter '" + name + "' is " + std::string(c10::toString(tensor.scalar_type())) +
+      return InvalidArgumentError("reducer: parameter '" + name + "' is " +
+                                  std::string(c10::toString(tensor.scalar_type())) +
                                   "; data-parallel training keeps float32 master weights");
     }
     trainable.emplace_back(name, tensor);
   }
-  if (trainable.empty()) return InvalidArgumentError("reducer: the model has no trainable parameters");
-  if (options.compression == GradCompression::kBf16 && comm.backend() == "gloo" && TORCH_VERSION_MAJOR < 2) {
-    return InvalidArgumentError("gradient compression bf16: the Gloo of LibTorch " + std::string(TORCH_VERSION) +
+  if (trainable.empty())
+    return InvalidArgumentError("reducer: the model has no trainable parameters");
+  if (options.compression == GradCompression::kBf16 && comm.backend() == "gloo" &&
+      TORCH_VERSION_MAJOR < 2) {
+    return InvalidArgumentError("gradient compression bf16: the Gloo of LibTorch " +
+                                std::string(TORCH_VERSION) +
                                 " cannot all-reduce bfloat16; use fp16 or none");
   }
   std::unique_ptr<Reducer> reducer(new Reducer(std::move(trainable), comm, options));
@@ -64,11 +70,13 @@ Result<std::unique_ptr<Reducer>> Reducer::Create(std::vector<NamedParameter> par
   Reducer* self = reducer.get();
   for (int i = 0; i < n; ++i) {
     auto accumulator = torch::autograd::impl::grad_accumulator(reducer->params_[i].second);
-    uintptr_t key = accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [self, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
-          self->OnGradientReady(i);
-          return outputs;
-        }));
+    uintptr_t key =
+        accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [self, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              self->OnGradientReady(i);
+              return outputs;
+            }));
     reducer->accumulators_.push_back(std::move(accumulator));
     reducer->hook_keys_.push_back(key);
   }
@@ -78,7 +86,9 @@ Result<std::unique_ptr<Reducer>> Reducer::Create(std::vector<NamedParameter> par
 Reducer::~Reducer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
   for (auto& b : buckets_) {
-    if (b.launched) (void)comm_.Wait(b.collective);  // the backend must not write into freed buckets
+    // The backend must not write into freed buckets; a failure was already reported to the
+    // caller that launched the collective, and a destructor has no one to tell.
+    if (b.launched) comm_.Wait(b.collective).IgnoreError();
   }
 }
 
@@ -95,8 +105,10 @@ void Reducer::BuildBuckets(const std::vector<int>& order) {
     if (options_.compression == GradCompression::kNone) {
       current.wire = current.flat;
     } else {
-      current.wire = at::zeros({bytes / 4}, current.flat.options().dtype(
-                                               options_.compression == GradCompression::kFp16 ? at::kHalf : at::kBFloat16));
+      current.wire = at::zeros(
+          {bytes / 4}, current.flat.options().dtype(options_.compression == GradCompression::kFp16
+                                                        ? at::kHalf
+                                                        : at::kBFloat16));
     }
     current.scale = at::scalar_tensor(1.0 / comm_.world_size(), current.flat.options());
     current.pending = static_cast<int>(current.params.size());
@@ -109,7 +121,8 @@ void Reducer::BuildBuckets(const std::vector<int>& order) {
     const at::Tensor& p = params_[index].second;
     const int64_t size = p.numel() * 4;
     const int64_t cap = buckets_.empty() ? options_.first_bucket_bytes : options_.bucket_cap_bytes;
-    const bool other_device = !current.params.empty() && params_[current.params[0]].second.device() != p.device();
+    const bool other_device =
+        !current.params.empty() && params_[current.params[0]].second.device() != p.device();
     if (!current.params.empty() && (bytes + size > cap || other_device)) close();
     bucket_of_[index] = static_cast<int>(buckets_.size());
     slot_of_[index] = static_cast<int>(current.params.size());
@@ -132,9 +145,10 @@ std::vector<std::vector<std::string>> Reducer::BucketLayout() const {
 void Reducer::OnGradientReady(int index) {
   if (!sync_ || !hook_error_.ok()) return;
   if (ready_[index]) {
-    hook_error_ = FailedPreconditionError("parameter '" + params_[index].first +
-                                          "' got a gradient twice in one synchronised step (call Finish() after "
-                                          "each backward, or set_sync(false) for accumulation)");
+    hook_error_ = FailedPreconditionError(
+        "parameter '" + params_[index].first +
+        "' got a gradient twice in one synchronised step (call Finish() after "
+        "each backward, or set_sync(false) for accumulation)");
     return;
   }
   ready_[index] = 1;
@@ -154,9 +168,10 @@ void Reducer::LaunchReadyBuckets() {
     if (options_.compression != GradCompression::kNone) b.wire.copy_(b.flat);
     b.started = Clock::now();
     auto started = comm_.StartAllReduce(
-        b.wire, "all-reduce of gradient bucket " + std::to_string(next_launch_) + "/" + std::to_string(buckets_.size()) +
-                    " (" + std::to_string(b.params.size()) + " parameters, " + Megabytes(b.wire.nbytes()) +
-                    ") in step " + std::to_string(step_ + 1));
+        b.wire, "all-reduce of gradient bucket " + std::to_string(next_launch_) + "/" +
+                    std::to_string(buckets_.size()) + " (" + std::to_string(b.params.size()) +
+                    " parameters, " + Megabytes(b.wire.nbytes()) + ") in step " +
+                    std::to_string(step_ + 1));
     if (!started.ok()) {
       hook_error_ = started.status();
       return;
@@ -165,7 +180,8 @@ void Reducer::LaunchReadyBuckets() {
     b.launched = true;
     b.done_ns->store(0);
     auto done = b.done_ns;
-    b.collective.work->getFuture()->addCallback([done](c10::ivalue::Future&) { done->store(NowNs()); });
+    b.collective.work->getFuture()->addCallback(
+        [done](c10::ivalue::Future&) { done->store(NowNs()); });
     ++next_launch_;
   }
 }
@@ -194,7 +210,8 @@ Status Reducer::Finish() {
         "rank " + std::to_string(comm_.rank()) + ": " + std::to_string(count) +
         " parameters got no gradient in step " + std::to_string(step_ + 1) + ": " + missing +
         (count > 10 ? ", ..." : "") +
-        " (every parameter must take part in the loss on every rank; freeze unused ones with requires_grad=false)");
+        " (every parameter must take part in the loss on every rank; freeze unused ones with "
+        "requires_grad=false)");
   }
   for (auto& b : buckets_) {
     if (!b.launched) continue;
@@ -218,7 +235,8 @@ Status Reducer::Finish() {
     for (size_t s = 0; s < b.params.size(); ++s) {
       at::Tensor& param = params_[b.params[s]].second;
       at::Tensor grad = at::empty({0}, b.flat.options());
-      grad.set_(b.flat.storage(), b.offsets[s], param.sizes(), c10::contiguous_strides(param.sizes()));
+      grad.set_(b.flat.storage(), b.offsets[s], param.sizes(),
+                c10::contiguous_strides(param.sizes()));
       param.mutable_grad() = grad;
     }
     last_done_ns = std::max(last_done_ns, b.done_ns->load());
@@ -226,16 +244,20 @@ Status Reducer::Finish() {
   }
   stats_.buckets = static_cast<int>(buckets_.size());
   const int64_t first_start_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(buckets_[0].started.time_since_epoch()).count();
-  stats_.comm_s = std::max<int64_t>(0, (last_done_ns > 0 ? last_done_ns : NowNs()) - first_start_ns) / 1e9;
+      std::chrono::duration_cast<std::chrono::nanoseconds>(buckets_[0].started.time_since_epoch())
+          .count();
+  stats_.comm_s =
+      std::max<int64_t>(0, (last_done_ns > 0 ? last_done_ns : NowNs()) - first_start_ns) / 1e9;
   stats_.exposed_s = std::chrono::duration<double>(done - finish_start).count();
-  stats_.hidden_share = stats_.comm_s > 0 ? std::clamp(1.0 - stats_.exposed_s / stats_.comm_s, 0.0, 1.0) : 0.0;
+  stats_.hidden_share =
+      stats_.comm_s > 0 ? std::clamp(1.0 - stats_.exposed_s / stats_.comm_s, 0.0, 1.0) : 0.0;
   ++step_;
   ResetStep();
 
   if (!rebuilt_ && options_.rebuild_buckets) {
     // Every rank takes rank 0's order, so all issue the same buckets in the same sequence.
-    at::Tensor order = at::tensor(std::vector<int64_t>(ready_order_.begin(), ready_order_.end()), at::kLong);
+    at::Tensor order =
+        at::tensor(std::vector<int64_t>(ready_order_.begin(), ready_order_.end()), at::kLong);
     REEL_RETURN_IF_ERROR(comm_.Broadcast({order}, 0, "bucket order after step 1"));
     std::vector<int> agreed(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
     // Buckets start in readiness order, so the first ready gradients go first.

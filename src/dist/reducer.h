@@ -26,6 +26,8 @@
 // set_sync and Finish belong to the training loop's thread, between backward passes.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -33,8 +35,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 #include "base/status.h"
 #include "dist/comm.h"
@@ -58,10 +58,10 @@ struct ReducerOptions {
 // Figures of the last synchronised step.
 struct ReducerStats {
   int buckets = 0;
-  int64_t bytes = 0;         // on the wire
-  double comm_s = 0;         // first bucket's start to last bucket's end
-  double exposed_s = 0;      // Finish's wait: communication not hidden behind backward
-  double hidden_share = 0;   // 1 - exposed / comm
+  int64_t bytes = 0;        // on the wire
+  double comm_s = 0;        // first bucket's start to last bucket's end
+  double exposed_s = 0;     // Finish's wait: communication not hidden behind backward
+  double hidden_share = 0;  // 1 - exposed / comm
 };
 
 class Reducer {
@@ -85,9 +85,9 @@ class Reducer {
   struct Bucket {
     std::vector<int> params;
     std::vector<int64_t> offsets;
-    at::Tensor flat;  // fp32 gradients
-    at::Tensor wire;  // what is all-reduced: `flat`, or its compressed copy
-    at::Tensor scale; // 1 / world size, on the bucket's device
+    at::Tensor flat;   // fp32 gradients
+    at::Tensor wire;   // what is all-reduced: `flat`, or its compressed copy
+    at::Tensor scale;  // 1 / world size, on the bucket's device
     int pending = 0;
     bool launched = false;
     PendingCollective collective;

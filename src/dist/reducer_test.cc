@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "dist/testing/thread_world.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dist {
 namespace {
@@ -88,7 +89,8 @@ struct RankRun {
   Status status;
 };
 
-RankRun TrainRank(Comm& comm, const Data& d, int steps, int micro, ReducerOptions options, uint64_t seed) {
+RankRun TrainRank(Comm& comm, const Data& d, int steps, int micro, ReducerOptions options,
+                  uint64_t seed) {
   RankRun run;
   Net net = MakeNet(seed);  // rank 1 starts elsewhere: the broadcast must fix that
   std::vector<torch::Tensor> state = ParamsOf(net);
@@ -109,7 +111,8 @@ RankRun TrainRank(Comm& comm, const Data& d, int steps, int micro, ReducerOption
       const int64_t start = comm.rank() * per_rank + m * per_micro;
       (*reducer)->set_sync(m == micro - 1);
       torch::Tensor loss = torch::nn::functional::cross_entropy(
-          net->forward(d.inputs[s].narrow(0, start, per_micro)), d.labels[s].narrow(0, start, per_micro));
+          net->forward(d.inputs[s].narrow(0, start, per_micro)),
+          d.labels[s].narrow(0, start, per_micro));
       (loss / micro).backward();
     }
     run.status = (*reducer)->Finish();
@@ -122,7 +125,8 @@ RankRun TrainRank(Comm& comm, const Data& d, int steps, int micro, ReducerOption
   return run;
 }
 
-std::vector<RankRun> TrainRanks(int world, const Data& d, int steps, int micro, ReducerOptions options) {
+std::vector<RankRun> TrainRanks(int world, const Data& d, int steps, int micro,
+                                ReducerOptions options) {
   torch::set_num_threads(1);
   std::vector<RankRun> runs(world);
   RunRanks(world, Fast(), [&](int rank, Comm* comm) {
@@ -134,14 +138,15 @@ std::vector<RankRun> TrainRanks(int world, const Data& d, int steps, int micro, 
 
 double MaxDiff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
   return worst;
 }
 
 ReducerOptions SmallBuckets() {
   ReducerOptions o;
-  o.first_bucket_bytes = 64;   // the head's bias alone
-  o.bucket_cap_bytes = 1024;   // several buckets for a model of a few KB
+  o.first_bucket_bytes = 64;  // the head's bias alone
+  o.bucket_cap_bytes = 1024;  // several buckets for a model of a few KB
   return o;
 }
 
@@ -150,7 +155,7 @@ TEST(ReducerTest, TwoRanksEqualOneProcessWithTheWholeBatch) {
   std::vector<torch::Tensor> expected = Reference(d, 4);
   std::vector<RankRun> runs = TrainRanks(2, d, 4, 1, SmallBuckets());
   for (int r = 0; r < 2; ++r) {
-    ASSERT_TRUE(runs[r].status.ok()) << runs[r].status.ToString();
+    ASSERT_OK(runs[r].status);
     EXPECT_LT(MaxDiff(runs[r].params, expected), 1e-5) << "rank " << r;
   }
   EXPECT_EQ(MaxDiff(runs[0].params, runs[1].params), 0.0);  // the ranks agree bit for bit
@@ -161,7 +166,7 @@ TEST(ReducerTest, TwoRanksEqualOneProcessWithTheWholeBatch) {
 TEST(ReducerTest, BucketsFollowGradientReadinessAfterTheFirstStep) {
   Data d = MakeData(2, 4);
   std::vector<RankRun> runs = TrainRanks(2, d, 2, 1, SmallBuckets());
-  ASSERT_TRUE(runs[0].status.ok()) << runs[0].status.ToString();
+  ASSERT_OK(runs[0].status);
   // Registration order is head, conv, mid: the reversed start puts mid's bias first, but head's
   // gradients are ready first in backward.
   ASSERT_FALSE(runs[0].layout_before.empty());
@@ -177,7 +182,7 @@ TEST(ReducerTest, NoSyncAccumulationEqualsTheWholeBatch) {
   std::vector<torch::Tensor> expected = Reference(d, 3);
   std::vector<RankRun> runs = TrainRanks(2, d, 3, 2, SmallBuckets());
   for (int r = 0; r < 2; ++r) {
-    ASSERT_TRUE(runs[r].status.ok()) << runs[r].status.ToString();
+    ASSERT_OK(runs[r].status);
     EXPECT_LT(MaxDiff(runs[r].params, expected), 1e-5) << "rank " << r;
   }
 }
@@ -188,7 +193,7 @@ TEST(ReducerTest, Fp16CompressionStaysClose) {
   ReducerOptions o = SmallBuckets();
   o.compression = GradCompression::kFp16;
   std::vector<RankRun> runs = TrainRanks(2, d, 3, 1, o);
-  ASSERT_TRUE(runs[0].status.ok()) << runs[0].status.ToString();
+  ASSERT_OK(runs[0].status);
   const double diff = MaxDiff(runs[0].params, expected);
   EXPECT_LT(diff, 2e-3);
   EXPECT_GT(diff, 0.0);  // it did go through half precision
@@ -203,15 +208,16 @@ TEST(ReducerTest, ParametersWithoutGradientAreNamed) {
     ASSERT_NE(comm, nullptr);
     Net net = MakeNet(1, /*with_unused=*/true);
     auto reducer = Reducer::Create(Named(net), *comm, SmallBuckets());
-    ASSERT_TRUE(reducer.ok()) << reducer.status().ToString();
+    ASSERT_OK(reducer);
     torch::nn::functional::cross_entropy(net->forward(d.inputs[0]), d.labels[0]).backward();
     statuses[rank] = (*reducer)->Finish();
   });
   for (const Status& s : statuses) {
     ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-    EXPECT_NE(s.message().find("2 parameters got no gradient in step 1: unused.weight, unused.bias"),
-              std::string::npos)
+    EXPECT_STATUS(s, StatusCode::kFailedPrecondition);
+    EXPECT_NE(
+        s.message().find("2 parameters got no gradient in step 1: unused.weight, unused.bias"),
+        std::string::npos)
         << s.message();
   }
 }
@@ -223,8 +229,8 @@ TEST(ReducerTest, RejectsBadOptions) {
     Net net = MakeNet(1);
     ReducerOptions zero;
     zero.bucket_cap_bytes = 0;
-    EXPECT_EQ(Reducer::Create(Named(net), *comm, zero).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(Reducer::Create({}, *comm).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(Reducer::Create(Named(net), *comm, zero), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(Reducer::Create({}, *comm), StatusCode::kInvalidArgument);
     ReducerOptions bf16;
     bf16.compression = GradCompression::kBf16;
     auto made = Reducer::Create(Named(net), *comm, bf16);

@@ -12,15 +12,16 @@
 // Thread-safety: as the store's (TCPStore serialises its requests).
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
 #include <chrono>
 #include <string>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 namespace reel::dist {
 
 // True once every key in `keys` exists; polls every few milliseconds at first, then every 50 ms.
-bool WaitForKeys(c10d::Store& store, const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+bool WaitForKeys(c10d::Store& store, const std::vector<std::string>& keys,
+                 std::chrono::milliseconds timeout);
 
 }  // namespace reel::dist

@@ -4,7 +4,12 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
+
+#include "base/sync_point.h"
 
 namespace reel::dist {
 namespace {
@@ -43,7 +48,9 @@ TEST(StoreWaitTest, AWaitThatTimedOutLeavesTheConnectionUsable) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
 
   setter.set("k", Bytes("1"));
-  std::this_thread::sleep_for(50ms);  // time for a late answer to arrive, were one pending
+  // The store's server handles one connection's requests in order and answers waiters as it
+  // stores a key: once this get returns, a late answer, were one pending, is on its way.
+  (void)setter.get("k");
   EXPECT_FALSE(waiter.check({"missing"}));
   auto x = waiter.get("x");
   EXPECT_EQ(std::string(x.begin(), x.end()), "hello");
@@ -54,15 +61,24 @@ TEST(StoreWaitTest, AWaitThatTimedOutLeavesTheConnectionUsable) {
 TEST(StoreWaitTest, ReturnsAsSoonAsTheKeyAppears) {
   c10d::TCPStore server("127.0.0.1", Server());
   c10d::TCPStore waiter("127.0.0.1", Client(server.getPort()));
+  // The key is set only once the waiter has looked for it and not found it.
+  std::promise<void> looked;
+  SyncPoint::Get().SetCallback("WaitForKeys:Missing",
+                               [&, once = std::make_shared<std::once_flag>()] {
+                                 std::call_once(*once, [&] { looked.set_value(); });
+                               });
+  SyncPoint::Get().EnableProcessing();
   std::thread later([&] {
     c10d::TCPStore setter("127.0.0.1", Client(server.getPort()));
-    std::this_thread::sleep_for(200ms);
+    looked.get_future().wait();
     setter.set("k", Bytes("1"));
   });
   const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(WaitForKeys(waiter, {"k"}, 10000ms));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5000ms);
   later.join();
+  EXPECT_GE(SyncPoint::Get().Count("WaitForKeys:Missing"), 1);
+  SyncPoint::Get().Reset();
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct WorldInfo {
   int master_port = 29500;
   bool agent_store = false;  // the launcher hosts the store; every rank connects as a client
   int generation = 0;        // restarts so far
-  std::string source;        // whose variables were read ("torchrun", "reel launcher", "slurm", "none")
+  std::string source;  // whose variables were read ("torchrun", "reel launcher", "slurm", "none")
 
   bool distributed() const { return world_size > 1; }
   std::string ToString() const;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "dist/net.h"
+#include "testing/status_matchers.h"
 
 namespace reel::dist {
 namespace {
@@ -19,17 +20,22 @@ GetEnv From(std::map<std::string, std::string> vars) {
 
 TEST(WorldTest, NoLauncherIsOneProcess) {
   auto w = WorldFromEnvironment(From({}));
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_OK(w);
   EXPECT_FALSE(w->distributed());
   EXPECT_EQ(w->source, "none");
 }
 
 TEST(WorldTest, ReadsTorchrunVariables) {
-  auto w = WorldFromEnvironment(From({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-                                      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"},
-                                      {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29400"},
-                                      {"REEL_AGENT_STORE", "1"}, {"REEL_RESTART_GENERATION", "2"}}));
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto w = WorldFromEnvironment(From({{"RANK", "5"},
+                                      {"WORLD_SIZE", "8"},
+                                      {"LOCAL_RANK", "1"},
+                                      {"LOCAL_WORLD_SIZE", "4"},
+                                      {"GROUP_RANK", "1"},
+                                      {"MASTER_ADDR", "10.0.0.1"},
+                                      {"MASTER_PORT", "29400"},
+                                      {"REEL_AGENT_STORE", "1"},
+                                      {"REEL_RESTART_GENERATION", "2"}}));
+  ASSERT_OK(w);
   EXPECT_TRUE(w->distributed());
   EXPECT_EQ(w->rank, 5);
   EXPECT_EQ(w->world_size, 8);
@@ -45,19 +51,25 @@ TEST(WorldTest, ReadsTorchrunVariables) {
 }
 
 TEST(WorldTest, KubeflowStyleIsOneProcessPerNode) {
-  auto w = WorldFromEnvironment(From({{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "job-master-0"},
+  auto w = WorldFromEnvironment(From({{"RANK", "2"},
+                                      {"WORLD_SIZE", "3"},
+                                      {"MASTER_ADDR", "job-master-0"},
                                       {"MASTER_PORT", "23456"}}));
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_OK(w);
   EXPECT_EQ(w->local_rank, 0);
   EXPECT_EQ(w->nnodes, 3);
   EXPECT_EQ(w->node_rank, 2);
 }
 
 TEST(WorldTest, ReadsSlurmVariables) {
-  auto w = WorldFromEnvironment(From({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                                      {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "2"},
-                                      {"SLURM_NTASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto w = WorldFromEnvironment(From({{"SLURM_PROCID", "3"},
+                                      {"SLURM_NTASKS", "4"},
+                                      {"SLURM_LOCALID", "1"},
+                                      {"SLURM_NODEID", "1"},
+                                      {"SLURM_NNODES", "2"},
+                                      {"SLURM_NTASKS_PER_NODE", "2(x2)"},
+                                      {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
+  ASSERT_OK(w);
   EXPECT_EQ(w->source, "slurm");
   EXPECT_EQ(w->rank, 3);
   EXPECT_EQ(w->world_size, 4);
@@ -71,14 +83,15 @@ TEST(WorldTest, BadVariablesAreNamed) {
   auto bad = WorldFromEnvironment(From({{"RANK", "x"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("RANK='x'"), std::string::npos) << bad.status().message();
-  auto outside = WorldFromEnvironment(From({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}));
+  auto outside =
+      WorldFromEnvironment(From({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}));
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("outside a world of 2"), std::string::npos);
   auto no_master = WorldFromEnvironment(From({{"RANK", "0"}, {"WORLD_SIZE", "2"}}));
   ASSERT_FALSE(no_master.ok());
   EXPECT_NE(no_master.status().message().find("MASTER_ADDR"), std::string::npos);
-  auto port = WorldFromEnvironment(From({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
-                                         {"MASTER_PORT", "70000"}}));
+  auto port = WorldFromEnvironment(
+      From({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}));
   ASSERT_FALSE(port.ok());
   EXPECT_NE(port.status().message().find("MASTER_PORT"), std::string::npos);
 }
@@ -92,7 +105,7 @@ TEST(WorldTest, FirstSlurmHost) {
 
 TEST(NetTest, LoopbackInterfaceAndProbes) {
   auto lo = InterfaceAddress("lo");
-  ASSERT_TRUE(lo.ok()) << lo.status().ToString();
+  ASSERT_OK(lo);
   EXPECT_EQ(*lo, "127.0.0.1");
   auto missing = InterfaceAddress("no-such-if0");
   ASSERT_FALSE(missing.ok());
@@ -100,14 +113,15 @@ TEST(NetTest, LoopbackInterfaceAndProbes) {
   EXPECT_NE(missing.status().message().find("lo"), std::string::npos);
 
   auto listener = ProbeListener::Listen("127.0.0.1");
-  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  ASSERT_OK(listener);
   const int port = (*listener)->port();
-  EXPECT_TRUE(ProbeConnect("127.0.0.1", port, std::chrono::milliseconds(2000)).ok());
+  EXPECT_OK(ProbeConnect("127.0.0.1", port, std::chrono::milliseconds(2000)));
   listener->reset();
   Status refused = ProbeConnect("127.0.0.1", port, std::chrono::milliseconds(2000));
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
-  EXPECT_NE(refused.message().find("127.0.0.1:" + std::to_string(port)), std::string::npos) << refused.message();
+  EXPECT_STATUS(refused, StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << refused.message();
 }
 
 }  // namespace

@@ -45,8 +45,7 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
   std::vector<double> times;
   times.reserve(static_cast<size_t>(info.frame_count));
   for (int64_t i = 0; i < info.frame_count; ++i) times.push_back(info.FrameTime(i));
-  std::vector<PlannedClip> plan =
-      PlanClips(times, job.video->start_s, job.video->end_s, clip);
+  std::vector<PlannedClip> plan = PlanClips(times, job.video->start_s, job.video->end_s, clip);
   if (plan.empty()) {
     return FailedPreconditionError(input.name() + ": no frames in the requested segment [" +
                                    std::to_string(job.video->start_s) + ", " +
@@ -57,8 +56,10 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
 
   // H.264 4:2:0 stores even sizes: the encoder pads an odd side by repeating its last pixels.
   const bool video_mode = encode.mode == dataset::DatasetMode::kVideo;
-  const int stored_width = video_mode ? (decoder->output_width() + 1) & ~1 : decoder->output_width();
-  const int stored_height = video_mode ? (decoder->output_height() + 1) & ~1 : decoder->output_height();
+  const int stored_width =
+      video_mode ? (decoder->output_width() + 1) & ~1 : decoder->output_width();
+  const int stored_height =
+      video_mode ? (decoder->output_height() + 1) & ~1 : decoder->output_height();
   std::vector<dataset::Record> records;
   records.reserve(plan.size());
   for (const PlannedClip& planned : plan) {

@@ -22,16 +22,16 @@ namespace reel::ingest {
 
 struct EncodeSettings {
   dataset::DatasetMode mode = dataset::DatasetMode::kVideo;
-  int crf = 23;                      // video mode: x264 quality
-  std::string preset = "veryfast";   // video mode: x264 speed
-  int zstd_level = 3;                // frames mode
+  int crf = 23;                     // video mode: x264 quality
+  std::string preset = "veryfast";  // video mode: x264 speed
+  int zstd_level = 3;               // frames mode
 };
 
 struct ClipJob {
   const SourceVideo* video = nullptr;
   std::string class_name;
-  std::string key_base;   // sample keys are key_base + "_c" + clip number (3+ digits)
-  std::string source_uri; // recorded in each record's metadata
+  std::string key_base;    // sample keys are key_base + "_c" + clip number (3+ digits)
+  std::string source_uri;  // recorded in each record's metadata
 };
 
 // The records of every clip of the video, in clip order.

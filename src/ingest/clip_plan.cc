@@ -9,9 +9,12 @@ Status ValidateClipSettings(const ClipSettings& s) {
   if (s.clip_frames < 1) return InvalidArgumentError("clip_frames must be at least 1");
   if (s.frame_stride < 1) return InvalidArgumentError("frame_stride must be at least 1");
   if (s.clip_stride < 0) return InvalidArgumentError("clip_stride must not be negative");
-  if (s.fps < 0 || !std::isfinite(s.fps)) return InvalidArgumentError("fps must be positive (or 0 for the source rate)");
-  if (s.short_side < 2 || s.short_side > 4096) return InvalidArgumentError("short_side must be in [2, 4096]");
-  if (s.max_clips_per_video < 0) return InvalidArgumentError("max_clips_per_video must not be negative");
+  if (s.fps < 0 || !std::isfinite(s.fps))
+    return InvalidArgumentError("fps must be positive (or 0 for the source rate)");
+  if (s.short_side < 2 || s.short_side > 4096)
+    return InvalidArgumentError("short_side must be in [2, 4096]");
+  if (s.max_clips_per_video < 0)
+    return InvalidArgumentError("max_clips_per_video must not be negative");
   return Status::Ok();
 }
 
@@ -62,7 +65,8 @@ std::vector<PlannedClip> PlanClips(const std::vector<double>& frame_times, doubl
   if (samples.empty()) return clips;
   const double sample_interval = s.fps > 0 ? 1.0 / s.fps : interval;
   const int64_t span = static_cast<int64_t>(s.clip_frames - 1) * s.frame_stride + 1;
-  const int64_t stride = s.clip_stride > 0 ? s.clip_stride : static_cast<int64_t>(s.clip_frames) * s.frame_stride;
+  const int64_t stride =
+      s.clip_stride > 0 ? s.clip_stride : static_cast<int64_t>(s.clip_frames) * s.frame_stride;
   const int64_t n = static_cast<int64_t>(samples.size());
 
   std::vector<int64_t> starts;
@@ -71,7 +75,8 @@ std::vector<PlannedClip> PlanClips(const std::vector<double>& frame_times, doubl
     PlannedClip clip;
     clip.padded = true;
     for (int i = 0; i < s.clip_frames; ++i) {
-      clip.frames.push_back(samples[std::min<int64_t>(static_cast<int64_t>(i) * s.frame_stride, n - 1)]);
+      clip.frames.push_back(
+          samples[std::min<int64_t>(static_cast<int64_t>(i) * s.frame_stride, n - 1)]);
     }
     clip.start_s = sample_times.front();
     clip.end_s = sample_times.back() + sample_interval;
@@ -83,8 +88,9 @@ std::vector<PlannedClip> PlanClips(const std::vector<double>& frame_times, doubl
     std::vector<int64_t> kept;
     int m = s.max_clips_per_video;
     for (int i = 0; i < m; ++i) {
-      size_t pick = m == 1 ? starts.size() / 2 : static_cast<size_t>(std::llround(
-                                                   static_cast<double>(i) * (starts.size() - 1) / (m - 1)));
+      size_t pick = m == 1 ? starts.size() / 2
+                           : static_cast<size_t>(std::llround(static_cast<double>(i) *
+                                                              (starts.size() - 1) / (m - 1)));
       kept.push_back(starts[pick]);
     }
     starts = kept;
@@ -92,7 +98,8 @@ std::vector<PlannedClip> PlanClips(const std::vector<double>& frame_times, doubl
   for (size_t c = 0; c < starts.size(); ++c) {
     PlannedClip clip;
     clip.index = static_cast<int>(c);
-    for (int i = 0; i < s.clip_frames; ++i) clip.frames.push_back(samples[starts[c] + static_cast<int64_t>(i) * s.frame_stride]);
+    for (int i = 0; i < s.clip_frames; ++i)
+      clip.frames.push_back(samples[starts[c] + static_cast<int64_t>(i) * s.frame_stride]);
     clip.start_s = sample_times[starts[c]];
     clip.end_s = sample_times[starts[c] + span - 1] + sample_interval;
     clips.push_back(std::move(clip));

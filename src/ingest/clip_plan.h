@@ -17,11 +17,11 @@
 namespace reel::ingest {
 
 struct ClipSettings {
-  int clip_frames = 16;       // frames per clip
-  int frame_stride = 1;       // samples between consecutive frames of a clip
-  int clip_stride = 0;        // samples between clip starts; 0 = clip_frames * frame_stride
-  double fps = 0;             // resampling rate; 0 = the source's own frames
-  int short_side = 128;       // output frames are resized so their shorter side is this
+  int clip_frames = 16;         // frames per clip
+  int frame_stride = 1;         // samples between consecutive frames of a clip
+  int clip_stride = 0;          // samples between clip starts; 0 = clip_frames * frame_stride
+  double fps = 0;               // resampling rate; 0 = the source's own frames
+  int short_side = 128;         // output frames are resized so their shorter side is this
   int max_clips_per_video = 0;  // 0 = every clip; otherwise that many, spread evenly
 };
 

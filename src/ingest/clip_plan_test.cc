@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace reel::ingest {
 namespace {
 
@@ -78,15 +80,15 @@ TEST(ClipPlanTest, MaxClipsSpreadsEvenlyIncludingBothEnds) {
 
 TEST(ClipPlanTest, SettingsAreValidated) {
   ClipSettings s;
-  EXPECT_TRUE(ValidateClipSettings(s).ok());
+  EXPECT_OK(ValidateClipSettings(s));
   s.clip_frames = 0;
-  EXPECT_EQ(ValidateClipSettings(s).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ValidateClipSettings(s), StatusCode::kInvalidArgument);
   s = ClipSettings{};
   s.fps = -1;
-  EXPECT_EQ(ValidateClipSettings(s).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ValidateClipSettings(s), StatusCode::kInvalidArgument);
   s = ClipSettings{};
   s.short_side = 1;
-  EXPECT_EQ(ValidateClipSettings(s).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ValidateClipSettings(s), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace reel::ingest {
 namespace {
 
 TEST(CsvTest, QuotedFieldsCommasNewlinesAndCrlf) {
-  auto rows = ParseCsv("a,b,c\r\n\"x, y\",\"he said \"\"hi\"\"\",\"two\nlines\"\r\n\n1,,3\n", "t.csv");
-  ASSERT_TRUE(rows.ok());
+  auto rows =
+      ParseCsv("a,b,c\r\n\"x, y\",\"he said \"\"hi\"\"\",\"two\nlines\"\r\n\n1,,3\n", "t.csv");
+  ASSERT_OK(rows);
   ASSERT_EQ(rows->size(), 3u);
   EXPECT_EQ((*rows)[0].fields, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ((*rows)[1].fields, (std::vector<std::string>{"x, y", "he said \"hi\"", "two\nlines"}));
@@ -18,14 +21,14 @@ TEST(CsvTest, QuotedFieldsCommasNewlinesAndCrlf) {
 
 TEST(CsvTest, TrailingCommaMeansAnEmptyLastField) {
   auto rows = ParseCsv("a,\n", "t.csv");
-  ASSERT_TRUE(rows.ok());
+  ASSERT_OK(rows);
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].fields, (std::vector<std::string>{"a", ""}));
 }
 
 TEST(CsvTest, UnterminatedQuoteNamesTheLine) {
   auto rows = ParseCsv("a,b\n\"open,c\nd\n", "bad.csv");
-  EXPECT_EQ(rows.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(rows, StatusCode::kInvalidArgument);
   EXPECT_EQ(rows.status().message(), "bad.csv:2: unterminated quoted field");
 }
 

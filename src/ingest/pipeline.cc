@@ -9,19 +9,19 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 #include <thread>
 
 #include "base/hash.h"
 #include "base/logging.h"
 #include "base/progress.h"
+#include "base/random.h"
 #include "base/uri.h"
 #include "dataset/layout.h"
 #include "dataset/manifest.h"
 #include "dataset/shard_reader.h"
 #include "dataset/shard_writer.h"
-#include "storage/local_store.h"
+#include "storage/object_store.h"
 #include "storage/open.h"
 
 namespace reel::ingest {
@@ -30,6 +30,7 @@ namespace {
 using nlohmann::json;
 constexpr const char* kStateKey = "_ingest/state.json";
 constexpr const char* kReportKey = "ingest_report.json";
+constexpr uint64_t kVideoOrderStream = 1;  // base/random.h stream of the shuffled video order
 
 // Where a split's committed records end: every clip before (video, clip) is in a finished shard.
 struct Position {
@@ -53,7 +54,7 @@ json SettingsJson(const IngestOptions& o) {
   const ClipSettings& c = o.clip;
   json clip = {{"clip_frames", c.clip_frames}, {"frame_stride", c.frame_stride},
                {"clip_stride", c.clip_stride}, {"fps", c.fps},
-               {"short_side", c.short_side}, {"max_clips_per_video", c.max_clips_per_video}};
+               {"short_side", c.short_side},   {"max_clips_per_video", c.max_clips_per_video}};
   json encode = {{"mode", std::string(dataset::DatasetModeName(o.encode.mode))}};
   if (o.encode.mode == dataset::DatasetMode::kVideo) {
     encode["crf"] = o.encode.crf;
@@ -66,16 +67,9 @@ json SettingsJson(const IngestOptions& o) {
   return out;
 }
 
-// Fisher-Yates with a portable draw (std::shuffle's algorithm is left to the library), so a
-// dataset's record order is the same on every machine.
+// A portable shuffle (base/random.h), so a dataset's record order is the same on every machine.
 void ShuffleVideos(std::vector<SourceVideo>* videos, uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x5eed0f5a1e5ull);
-  for (size_t i = videos->size(); i > 1; --i) {
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % i;
-    uint64_t x;
-    do x = rng(); while (x >= limit);
-    std::swap((*videos)[i - 1], (*videos)[x % i]);
-  }
+  Rng::Stream(seed, kVideoOrderStream).Shuffle(videos);
 }
 
 std::string StateToJson(const RunState& state) {
@@ -122,7 +116,8 @@ Result<RunState> StateFromJson(const std::string& text, const std::string& where
 }
 
 // A sample key prefix for a video, unique within the listing, short enough for "_cNNN".
-std::string KeyBase(const SourceVideo& video, const std::string& root, std::set<std::string>* used) {
+std::string KeyBase(const SourceVideo& video, const std::string& root,
+                    std::set<std::string>* used) {
   std::string rel = video.key.substr(root.empty() || video.key.compare(0, root.size(), root) != 0
                                          ? 0
                                          : std::min(video.key.size(), root.size() + 1));
@@ -201,7 +196,8 @@ std::string IngestReport::ToJson() const {
   json failed_json = json::array();
   for (const auto& f : failed) failed_json.push_back({{"video", f.key}, {"reason", f.reason}});
   json missing_json = json::array();
-  for (const auto& m : missing) missing_json.push_back({{"reference", m.reference}, {"reason", m.reason}});
+  for (const auto& m : missing)
+    missing_json.push_back({{"reference", m.reference}, {"reason", m.reason}});
   return json{{"output", output},
               {"videos_listed", videos_listed},
               {"videos_ingested", videos_ingested},
@@ -242,7 +238,6 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     size_t slash = listing_root.rfind('/');
     listing_root = slash == std::string::npos ? "" : listing_root.substr(0, slash);
   }
-  auto* local_source = dynamic_cast<storage::LocalStore*>(source.store.get());
 
   // Output and what an earlier run left there.
   std::unique_ptr<storage::ObjectStore> opened;
@@ -260,7 +255,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   if (existing.ok()) {
     if (existing->source_hash == listing.hash && existing->clip_settings == settings) {
       report.already_complete = true;
-      for (const auto& [split, info] : existing->splits) report.clips[split] = static_cast<int64_t>(info.records);
+      for (const auto& [split, info] : existing->splits)
+        report.clips[split] = static_cast<int64_t>(info.records);
       report.videos_resumed = report.videos_listed;
       return report;
     }
@@ -278,7 +274,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   state.settings = settings;
   auto saved = out->Get(kStateKey);
   if (saved.ok()) {
-    REEL_ASSIGN_OR_RETURN(RunState previous, StateFromJson(*saved, storage::ObjectUri(*out, kStateKey)));
+    REEL_ASSIGN_OR_RETURN(RunState previous,
+                          StateFromJson(*saved, storage::ObjectUri(*out, kStateKey)));
     if (previous.source_hash == listing.hash && previous.settings == settings) {
       state = std::move(previous);
       log->info("resuming the ingest at {}", out->uri());
@@ -340,7 +337,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   // depend on where a run stopped.
   std::set<std::string> used_bases;
   std::vector<std::string> key_bases;
-  for (const auto& video : listing.videos) key_bases.push_back(KeyBase(video, listing_root, &used_bases));
+  for (const auto& video : listing.videos)
+    key_bases.push_back(KeyBase(video, listing_root, &used_bases));
   std::vector<size_t> remaining;
   std::set<int64_t> failed_before;
   for (const auto& [index, f] : state.failed) {
@@ -361,8 +359,9 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     remaining.push_back(i);
   }
 
-  int workers = options.workers > 0 ? options.workers
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int workers = options.workers > 0
+                    ? options.workers
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   OrderedResults results(static_cast<size_t>(2 * workers));
   std::atomic<size_t> next_slot{0};
   auto work = [&] {
@@ -376,9 +375,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
       job.key_base = key_bases[remaining[slot]];
       job.source_uri = storage::ObjectUri(*source.store, video.key);
       Result<std::vector<dataset::Record>> clips = [&]() -> Result<std::vector<dataset::Record>> {
-        if (local_source != nullptr) {
-          return MakeClips(job, media::Input::File(local_source->PathOf(video.key)), options.clip,
-                           options.encode);
+        if (std::optional<std::string> path = source.store->LocalPath(video.key)) {
+          return MakeClips(job, media::Input::File(*path), options.clip, options.encode);
         }
         REEL_ASSIGN_OR_RETURN(std::string bytes, source.store->Get(video.key));
         return MakeClips(job, media::Input::Memory(std::move(bytes), job.source_uri), options.clip,
@@ -407,7 +405,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     const Position& resume = state.splits[video.split].next;
     dataset::ShardWriter& writer = *writers[video.split];
     for (size_t c = 0; c < clips->size(); ++c) {
-      if (static_cast<int64_t>(index) == resume.video && static_cast<int>(c) < resume.clip) continue;
+      if (static_cast<int64_t>(index) == resume.video && static_cast<int>(c) < resume.clip)
+        continue;
       pending[video.split] = Position{static_cast<int64_t>(index), static_cast<int>(c)};
       Status added = writer.AddRecord((*clips)[c]);
       if (!added.ok()) {
@@ -445,7 +444,8 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
     for (const auto& shard : all) report.clips[split] += static_cast<int64_t>(shard.records);
   }
   for (const auto& [index, failure] : state.failed) report.failed.push_back(failure);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (manifest.splits.empty()) {
     return DataLossError("no video of " + options.source + " could be ingested; first failure: " +
                          (report.failed.empty() ? "none" : report.failed[0].reason));
@@ -454,7 +454,13 @@ Result<IngestReport> RunIngest(const IngestOptions& options) {
   mo.mode = dataset::ManifestWriteMode::kReplace;
   REEL_RETURN_IF_ERROR(manifest.Write(*out, "", mo));
   REEL_RETURN_IF_ERROR(out->Put(kReportKey, report.ToJson()));
-  (void)out->Delete(kStateKey);
+  // The dataset is complete; a state object left behind costs a rerun only a re-check of its
+  // shards, so a failed delete is worth a warning, not a failed ingest.
+  if (Status dropped = out->Delete(kStateKey);
+      !dropped.ok() && dropped.code() != StatusCode::kNotFound) {
+    Logger("ingest")->warn("could not remove the ingest state {}: {}", kStateKey,
+                           dropped.ToString());
+  }
   return report;
 }
 

@@ -5,8 +5,9 @@
 // memory), and appends the records in a fixed order to one ShardWriter per split, so the dataset
 // is the same whatever the worker count. That order is the listing's shuffled by `shuffle_seed`
 // (sources list videos class by class): shards then mix classes, as WebDataset advises, so that
-// readers which split a split's stream of shards between ranks give every rank every class. manifest.json is written last; ingest_report.json
-// beside it lists every video that was skipped and why.
+// readers which split a split's stream of shards between ranks give every rank every class.
+// manifest.json is written last; ingest_report.json beside it lists every video that was skipped
+// and why.
 //
 // Bad input never stops the run: corrupt, truncated, empty, audio-only or unsupported files and
 // listing rows that name missing files are reported and skipped.
@@ -37,13 +38,13 @@
 namespace reel::ingest {
 
 struct IngestOptions {
-  std::string source;   // URI of a UCF101 folder, a Kinetics CSV or a CSV/JSONL manifest
-  std::string output;   // URI of the dataset root
-  std::string name;     // dataset name; "" = the output's last path segment
+  std::string source;  // URI of a UCF101 folder, a Kinetics CSV or a CSV/JSONL manifest
+  std::string output;  // URI of the dataset root
+  std::string name;    // dataset name; "" = the output's last path segment
   ClipSettings clip;
   EncodeSettings encode;
   uint64_t shard_bytes = 128ull << 20;
-  int workers = 0;      // 0 = one per core
+  int workers = 0;         // 0 = one per core
   bool overwrite = false;  // replace a complete dataset made from other sources or settings
   bool restart = false;    // discard an unfinished run made with other sources or settings
   bool progress = true;    // progress bar on a terminal
@@ -62,15 +63,15 @@ struct FailedVideo {
 struct IngestReport {
   std::string output;
   int64_t videos_listed = 0;
-  int64_t videos_ingested = 0;       // in this run
-  int64_t videos_resumed = 0;        // finished by an earlier, interrupted run
-  std::vector<FailedVideo> failed;   // skipped with the reason (decode errors, empty, ...)
-  std::vector<MissingVideo> missing; // named by the listing but not found
+  int64_t videos_ingested = 0;           // in this run
+  int64_t videos_resumed = 0;            // finished by an earlier, interrupted run
+  std::vector<FailedVideo> failed;       // skipped with the reason (decode errors, empty, ...)
+  std::vector<MissingVideo> missing;     // named by the listing but not found
   std::map<std::string, int64_t> clips;  // per split, in the finished dataset
-  int64_t clips_written = 0;         // by this run
-  uint64_t bytes_written = 0;        // shard bytes written by this run
+  int64_t clips_written = 0;             // by this run
+  uint64_t bytes_written = 0;            // shard bytes written by this run
   double seconds = 0;
-  bool already_complete = false;     // the dataset was there already; nothing was done
+  bool already_complete = false;  // the dataset was there already; nothing was done
 
   std::string ToJson() const;
 };

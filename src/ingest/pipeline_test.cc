@@ -16,6 +16,7 @@
 #include "media/probe.h"
 #include "storage/memory_store.h"
 #include "storage/open.h"
+#include "testing/status_matchers.h"
 
 namespace reel::ingest {
 namespace {
@@ -24,7 +25,7 @@ namespace {
 const std::string& SourceUri() {
   static const std::string uri = [] {
     auto store = storage::OpenStore("mem://ingest-src");
-    EXPECT_TRUE(store.ok());
+    EXPECT_OK(store);
     datagen::DatagenOptions o;
     o.videos_per_class = 4;  // 3 train, 1 test per class
     o.width = 64;
@@ -33,7 +34,7 @@ const std::string& SourceUri() {
     o.max_frames = 26;
     o.show_progress = false;
     auto report = datagen::GenerateDataset(**store, "ucf", o, 2);
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_OK(report);
     return std::string("mem://ingest-src/ucf");
   }();
   return uri;
@@ -53,16 +54,17 @@ IngestOptions Options(storage::ObjectStore* out) {
 }
 
 // Every record of every shard of a split, by key.
-std::map<std::string, dataset::Record> ReadSplit(storage::ObjectStore& store, const std::string& split) {
+std::map<std::string, dataset::Record> ReadSplit(storage::ObjectStore& store,
+                                                 const std::string& split) {
   std::map<std::string, dataset::Record> records;
   auto numbers = dataset::ListShards(store, "", split);
-  EXPECT_TRUE(numbers.ok());
+  EXPECT_OK(numbers);
   for (uint32_t n : *numbers) {
     auto reader = dataset::ShardReader::Open(store, "", split, n);
-    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_OK(reader);
     for (size_t i = 0; i < (*reader)->num_records(); ++i) {
       auto record = (*reader)->ReadRecord(i);
-      EXPECT_TRUE(record.ok()) << record.status().ToString();
+      EXPECT_OK(record);
       EXPECT_TRUE(records.emplace(record->key, *record).second) << "duplicate key " << record->key;
     }
   }
@@ -72,13 +74,13 @@ std::map<std::string, dataset::Record> ReadSplit(storage::ObjectStore& store, co
 TEST(IngestPipelineTest, VideoModeMakesH264ClipsWithAKeyframeAtTheirStart) {
   storage::MemoryStore out("video-out");
   auto report = RunIngest(Options(&out));
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   EXPECT_EQ(report->videos_listed, 32);
   EXPECT_EQ(report->videos_ingested, 32);
   EXPECT_TRUE(report->failed.empty());
 
   auto manifest = dataset::Manifest::Read(out, "");
-  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  ASSERT_OK(manifest);
   EXPECT_EQ(manifest->name, "synthetic");
   EXPECT_EQ(manifest->classes.size(), 8u);
   EXPECT_EQ(manifest->classes[0], "MoveLeft");
@@ -94,7 +96,7 @@ TEST(IngestPipelineTest, VideoModeMakesH264ClipsWithAKeyframeAtTheirStart) {
   const dataset::Record& first = train.begin()->second;
   EXPECT_EQ(first.payload_ext, "mp4");
   auto info = media::Probe(media::Input::View(first.payload, first.key));
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->codec, "h264");
   EXPECT_EQ(info->frame_count, 8);
   EXPECT_EQ(info->keyframes, (std::vector<int64_t>{0}));
@@ -103,8 +105,8 @@ TEST(IngestPipelineTest, VideoModeMakesH264ClipsWithAKeyframeAtTheirStart) {
   EXPECT_EQ(first.metadata["split"], "train");
   EXPECT_EQ(first.label_name, manifest->classes[static_cast<size_t>(first.label)]);
   // Finished: no checkpoint left, the report beside the manifest.
-  EXPECT_EQ(out.Head("_ingest/state.json").status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(out.Head("ingest_report.json").ok());
+  EXPECT_STATUS(out.Head("_ingest/state.json"), StatusCode::kNotFound);
+  EXPECT_OK(out.Head("ingest_report.json"));
 }
 
 TEST(IngestPipelineTest, FramesModeStoresDecodableUint8Frames) {
@@ -113,17 +115,18 @@ TEST(IngestPipelineTest, FramesModeStoresDecodableUint8Frames) {
   o.encode.mode = dataset::DatasetMode::kFrames;
   o.clip.fps = 12.5;  // resampled from 25 fps: every other frame
   auto report = RunIngest(o);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   auto test = ReadSplit(out, "test");
   ASSERT_FALSE(test.empty());
   const dataset::Record& record = test.begin()->second;
   EXPECT_EQ(record.payload_ext, "frames.zst");
   auto frames = dataset::DecodeFrames(record.payload);
-  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_OK(frames);
   EXPECT_EQ(frames->header.frames, 8u);
   EXPECT_EQ(std::min(frames->header.height, frames->header.width), 32u);
   EXPECT_EQ(frames->header.channels, 3u);
-  EXPECT_EQ(record.metadata["end_frame"].get<int>() - record.metadata["start_frame"].get<int>(), 15);
+  EXPECT_EQ(record.metadata["end_frame"].get<int>() - record.metadata["start_frame"].get<int>(),
+            15);
 }
 
 // Records are appended in listing order and each video's clips are made by one worker, so the
@@ -134,10 +137,10 @@ TEST(IngestPipelineTest, TheDatasetDoesNotDependOnTheWorkerCount) {
     IngestOptions o = Options(&one);
     o.encode.mode = mode;
     o.workers = 1;
-    ASSERT_TRUE(RunIngest(o).ok());
+    ASSERT_OK(RunIngest(o));
     o.output_store = &three;
     o.workers = 3;
-    ASSERT_TRUE(RunIngest(o).ok());
+    ASSERT_OK(RunIngest(o));
     auto a = storage::ListAll(one, "train/");
     auto b = storage::ListAll(three, "train/");
     ASSERT_TRUE(a.ok() && b.ok());
@@ -154,10 +157,10 @@ TEST(IngestPipelineTest, TheDatasetDoesNotDependOnTheWorkerCount) {
 std::vector<int> LabelsInOrder(storage::ObjectStore& store, const std::string& split) {
   std::vector<int> labels;
   auto numbers = dataset::ListShards(store, "", split);
-  EXPECT_TRUE(numbers.ok());
+  EXPECT_OK(numbers);
   for (uint32_t n : *numbers) {
     auto reader = dataset::ShardReader::Open(store, "", split, n);
-    EXPECT_TRUE(reader.ok());
+    EXPECT_OK(reader);
     for (const auto& record : (*reader)->index().records) labels.push_back(record.label);
   }
   return labels;
@@ -167,7 +170,7 @@ TEST(IngestPipelineTest, VideosAreWrittenInASeededShuffledOrder) {
   storage::MemoryStore listed("listed"), shuffled("shuffled"), again("again"), other("other");
   IngestOptions o = Options(&listed);
   o.shuffle = false;
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   // How often the label changes along the stream: classes - 1 when they come class by class.
   auto changes = [](const std::vector<int>& labels) {
     size_t n = 0;
@@ -179,20 +182,21 @@ TEST(IngestPipelineTest, VideosAreWrittenInASeededShuffledOrder) {
 
   o.shuffle = true;
   o.output_store = &shuffled;
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   std::vector<int> mixed = LabelsInOrder(shuffled, "train");
   EXPECT_GT(changes(mixed), 12u);
   // The first half of the stream (a rank's share with 2 ranks) holds most classes.
   std::set<int> first_half(mixed.begin(), mixed.begin() + mixed.size() / 2);
   EXPECT_GE(first_half.size(), 6u);
-  EXPECT_EQ(ReadSplit(shuffled, "train").size(), ReadSplit(listed, "train").size());  // the same clips
+  EXPECT_EQ(ReadSplit(shuffled, "train").size(),
+            ReadSplit(listed, "train").size());  // the same clips
 
   o.output_store = &again;
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   EXPECT_EQ(LabelsInOrder(again, "train"), mixed);  // deterministic
   o.output_store = &other;
   o.shuffle_seed = 1;
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   EXPECT_NE(LabelsInOrder(other, "train"), mixed);
 }
 
@@ -203,25 +207,27 @@ std::string ReadFile(const std::string& path) {
 
 TEST(IngestPipelineTest, BadFilesAreReportedAndSkippedNeverFatal) {
   auto src = storage::OpenStore("mem://ingest-bad");
-  ASSERT_TRUE(src.ok());
+  ASSERT_OK(src);
   auto good = storage::OpenStore("mem://ingest-src");
   std::string video = (*good)->Get("ucf/MoveLeft/MoveLeft_00000.mp4").value();
-  ASSERT_TRUE((*src)->Put("bad/A/good.mp4", video).ok());
-  ASSERT_TRUE((*src)->Put("bad/A/truncated.mp4", video.substr(0, video.size() / 3)).ok());
-  ASSERT_TRUE((*src)->Put("bad/A/empty.mp4", "").ok());
-  ASSERT_TRUE((*src)->Put("bad/B/text.avi", "this is not a video at all\n").ok());
+  ASSERT_OK((*src)->Put("bad/A/good.mp4", video));
+  ASSERT_OK((*src)->Put("bad/A/truncated.mp4", video.substr(0, video.size() / 3)));
+  ASSERT_OK((*src)->Put("bad/A/empty.mp4", ""));
+  ASSERT_OK((*src)->Put("bad/B/text.avi", "this is not a video at all\n"));
   // An audio-only file made by the ffmpeg command line.
   std::string audio_path = "/tmp/reel-ingest-audio-" + std::to_string(::getpid()) + ".m4a";
   ASSERT_EQ(std::system(("ffmpeg -loglevel error -y -f lavfi -i sine=frequency=440:duration=1 " +
-                         audio_path).c_str()), 0);
-  ASSERT_TRUE((*src)->Put("bad/B/audio.mp4", ReadFile(audio_path)).ok());
+                         audio_path)
+                            .c_str()),
+            0);
+  ASSERT_OK((*src)->Put("bad/B/audio.mp4", ReadFile(audio_path)));
   std::remove(audio_path.c_str());
 
   storage::MemoryStore out("bad-out");
   IngestOptions o = Options(&out);
   o.source = "mem://ingest-bad/bad";
   auto report = RunIngest(o);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   EXPECT_EQ(report->videos_listed, 5);
   ASSERT_EQ(report->failed.size(), 4u);
   std::set<std::string> failed;
@@ -232,14 +238,15 @@ TEST(IngestPipelineTest, BadFilesAreReportedAndSkippedNeverFatal) {
   EXPECT_EQ(failed, (std::set<std::string>{"truncated.mp4", "empty.mp4", "text.avi", "audio.mp4"}));
   EXPECT_GT(report->clips["train"], 0);
   auto saved = out.Get("ingest_report.json");
-  ASSERT_TRUE(saved.ok());
+  ASSERT_OK(saved);
   EXPECT_NE(saved->find("truncated.mp4"), std::string::npos);
 }
 
 // Fails the commit of one shard, once: the run stops as a crash would, after checkpointing.
 class FailOnceStore : public storage::MemoryStore {
  public:
-  FailOnceStore(std::string name, std::string fail_key) : MemoryStore(std::move(name)), fail_key_(std::move(fail_key)) {}
+  FailOnceStore(std::string name, std::string fail_key)
+      : MemoryStore(std::move(name)), fail_key_(std::move(fail_key)) {}
   Result<std::unique_ptr<storage::ObjectWriter>> OpenWriter(std::string_view key) override {
     if (key == fail_key_ && !failed_) {
       failed_ = true;
@@ -259,25 +266,26 @@ TEST(IngestPipelineTest, AnInterruptedRunResumesWithoutRedoingOrDuplicatingClips
   o.shard_bytes = 256 << 10;
   o.encode.mode = dataset::DatasetMode::kFrames;  // big records: several shards per split
   o.encode.zstd_level = 1;
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   auto expected = ReadSplit(clean, "train");
   auto shards = dataset::ListShards(clean, "", "train");
-  ASSERT_TRUE(shards.ok());
+  ASSERT_OK(shards);
   ASSERT_GE(shards->size(), 3u) << "the test needs several shards";
 
   FailOnceStore flaky("flaky", "train/shard-000002.tar");
   o.output_store = &flaky;
   auto failed = RunIngest(o);
-  ASSERT_EQ(failed.status().code(), StatusCode::kUnavailable) << failed.status().ToString();
-  ASSERT_TRUE(flaky.Head("_ingest/state.json").ok()) << "no checkpoint after two shards";
+  ASSERT_STATUS(failed, StatusCode::kUnavailable) << failed.status().ToString();
+  ASSERT_OK(flaky.Head("_ingest/state.json")) << "no checkpoint after two shards";
   std::string shard0_etag = flaky.Head("train/shard-000000.tar").value().etag;
-  EXPECT_EQ(flaky.Head("manifest.json").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(flaky.Head("manifest.json"), StatusCode::kNotFound);
 
   auto resumed = RunIngest(o);
-  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  ASSERT_OK(resumed);
   EXPECT_GT(resumed->videos_resumed, 0);
   EXPECT_LT(resumed->videos_ingested, 32);
-  EXPECT_EQ(flaky.Head("train/shard-000000.tar").value().etag, shard0_etag) << "a finished shard was rewritten";
+  EXPECT_EQ(flaky.Head("train/shard-000000.tar").value().etag, shard0_etag)
+      << "a finished shard was rewritten";
   auto got = ReadSplit(flaky, "train");  // ReadSplit fails the test on a duplicate key
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [key, record] : expected) {
@@ -285,23 +293,23 @@ TEST(IngestPipelineTest, AnInterruptedRunResumesWithoutRedoingOrDuplicatingClips
     EXPECT_TRUE(got[key].payload == record.payload) << key;
   }
   auto manifest = dataset::Manifest::Read(flaky, "");
-  ASSERT_TRUE(manifest.ok());
+  ASSERT_OK(manifest);
   EXPECT_EQ(manifest->splits["train"].records, expected.size());
 }
 
 TEST(IngestPipelineTest, RerunsAreNoOpsAndOtherSettingsNeedOverwrite) {
   storage::MemoryStore out("rerun");
   IngestOptions o = Options(&out);
-  ASSERT_TRUE(RunIngest(o).ok());
+  ASSERT_OK(RunIngest(o));
   auto again = RunIngest(o);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_TRUE(again->already_complete);
   o.clip.clip_frames = 4;
   auto other = RunIngest(o);
-  EXPECT_EQ(other.status().code(), StatusCode::kAlreadyExists) << other.status().ToString();
+  EXPECT_STATUS(other, StatusCode::kAlreadyExists) << other.status().ToString();
   o.overwrite = true;
   auto replaced = RunIngest(o);
-  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  ASSERT_OK(replaced);
   EXPECT_EQ(dataset::Manifest::Read(out, "").value().clip_settings["clip"]["clip_frames"], 4);
 }
 
@@ -309,10 +317,10 @@ TEST(IngestPipelineTest, OptionsAreValidated) {
   storage::MemoryStore out("invalid");
   IngestOptions o = Options(&out);
   o.clip.clip_frames = 0;
-  EXPECT_EQ(RunIngest(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(RunIngest(o), StatusCode::kInvalidArgument);
   o = Options(&out);
   o.source = "mem://nothing-here/x";
-  EXPECT_EQ(RunIngest(o).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(RunIngest(o), StatusCode::kNotFound);
 }
 
 }  // namespace

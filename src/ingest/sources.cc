@@ -57,7 +57,8 @@ Result<std::string> NormaliseSplit(const std::string& raw, const std::string& wh
 }
 
 bool IsInteger(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // Class names in index order: sorted numerically when all are integers, else by name.
@@ -114,7 +115,8 @@ Result<double> ParseSeconds(const std::string& text, const std::string& where) {
 }
 
 // Every video under a prefix, by key.
-Result<std::map<std::string, ObjectInfo>> ListVideos(ObjectStore& store, const std::string& prefix) {
+Result<std::map<std::string, ObjectInfo>> ListVideos(ObjectStore& store,
+                                                     const std::string& prefix) {
   REEL_ASSIGN_OR_RETURN(auto objects, storage::ListAll(store, prefix));
   std::map<std::string, ObjectInfo> videos;
   for (auto& object : objects) {
@@ -141,7 +143,8 @@ Result<SourceListing> FromRows(const std::string& format, std::vector<PendingRow
   for (const auto& row : rows) labels.insert(row.label);
   listing.class_names = OrderClasses(labels);
   std::map<std::string, int> index;
-  for (size_t i = 0; i < listing.class_names.size(); ++i) index[listing.class_names[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < listing.class_names.size(); ++i)
+    index[listing.class_names[i]] = static_cast<int>(i);
   for (auto& row : rows) {
     auto it = videos.find(row.key);
     if (it == videos.end()) {
@@ -165,9 +168,9 @@ Result<SourceListing> FromRows(const std::string& format, std::vector<PendingRow
 }  // namespace
 
 bool IsVideoKey(const std::string& key) {
-  static const std::set<std::string> kExtensions = {".mp4", ".avi", ".mkv", ".mov", ".webm",
-                                                     ".m4v", ".mpg", ".mpeg", ".flv", ".wmv",
-                                                     ".3gp", ".ts", ".ogv"};
+  static const std::set<std::string> kExtensions = {".mp4", ".avi", ".mkv",  ".mov", ".webm",
+                                                    ".m4v", ".mpg", ".mpeg", ".flv", ".wmv",
+                                                    ".3gp", ".ts",  ".ogv"};
   size_t dot = key.rfind('.');
   if (dot == std::string::npos || key.find('/', dot) != std::string::npos) return false;
   return kExtensions.count(Lower(key.substr(dot))) > 0;
@@ -274,7 +277,8 @@ Result<SourceListing> ListUcf101(ObjectStore& store, const std::string& root_in,
     if (has_splits) {
       auto it = split_of.find(Lower(rel));
       if (it == split_of.end()) {
-        listing.missing.push_back({object.key, std::string("not in ") + train_name + " or " + test_name});
+        listing.missing.push_back(
+            {object.key, std::string("not in ") + train_name + " or " + test_name});
         continue;
       }
       split = it->second;
@@ -322,8 +326,10 @@ Result<SourceListing> ListKinetics(ObjectStore& store, const std::string& csv_ke
     auto field = [&](const char* name) { return Trim(row.fields[columns[name]]); };
     std::string start = field("time_start"), end = field("time_end");
     if (!IsInteger(start) || !IsInteger(end) || std::stol(start) >= std::stol(end)) {
-      return InvalidArgumentError(where + ": time_start/time_end must be whole seconds with "
-                                  "start < end, got '" + start + "', '" + end + "'");
+      return InvalidArgumentError(where +
+                                  ": time_start/time_end must be whole seconds with "
+                                  "start < end, got '" +
+                                  start + "', '" + end + "'");
     }
     char stem[512];
     std::snprintf(stem, sizeof stem, "%s_%06ld_%06ld", field("youtube_id").c_str(),
@@ -340,14 +346,16 @@ Result<SourceListing> ListKinetics(ObjectStore& store, const std::string& csv_ke
     }
     pending.push_back({it->second, field("label"), split, -1, -1});
   }
-  return FromRows("kinetics", std::move(pending), all_videos, std::move(missing), std::move(labels));
+  return FromRows("kinetics", std::move(pending), all_videos, std::move(missing),
+                  std::move(labels));
 }
 
 Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manifest_key) {
   REEL_ASSIGN_OR_RETURN(std::string text, ReadListingFile(store, manifest_key));
   const std::string folder = FolderOf(manifest_key);
   std::vector<PendingRow> pending;
-  bool jsonl = manifest_key.size() > 6 && Lower(manifest_key.substr(manifest_key.size() - 6)) == ".jsonl";
+  bool jsonl =
+      manifest_key.size() > 6 && Lower(manifest_key.substr(manifest_key.size() - 6)) == ".jsonl";
   if (jsonl) {
     std::istringstream in(text);
     std::string line;
@@ -361,16 +369,19 @@ Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manife
       if (!row.contains("path") || !row["path"].is_string()) {
         return InvalidArgumentError(where + ": needs a string \"path\"");
       }
-      if (!row.contains("label") || !(row["label"].is_string() || row["label"].is_number_integer())) {
+      if (!row.contains("label") ||
+          !(row["label"].is_string() || row["label"].is_number_integer())) {
         return InvalidArgumentError(where + ": needs a \"label\" (string or integer)");
       }
       PendingRow p;
       p.key = JoinKey(folder, row["path"].get<std::string>());
       p.label = row["label"].is_string() ? row["label"].get<std::string>()
                                          : std::to_string(row["label"].get<int64_t>());
-      p.start_s = row.contains("start") && row["start"].is_number() ? row["start"].get<double>() : -1;
+      p.start_s =
+          row.contains("start") && row["start"].is_number() ? row["start"].get<double>() : -1;
       p.end_s = row.contains("end") && row["end"].is_number() ? row["end"].get<double>() : -1;
-      std::string split = row.contains("split") && row["split"].is_string() ? row["split"].get<std::string>() : "";
+      std::string split =
+          row.contains("split") && row["split"].is_string() ? row["split"].get<std::string>() : "";
       REEL_ASSIGN_OR_RETURN(p.split, NormaliseSplit(split, where));
       if (p.start_s >= 0 && p.end_s >= 0 && p.start_s >= p.end_s) {
         return InvalidArgumentError(where + ": start must be before end");
@@ -382,7 +393,8 @@ Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manife
     if (rows.empty()) return InvalidArgumentError(manifest_key + ": empty manifest");
     auto columns = HeaderColumns(rows[0]);
     if (!columns.count("path") || !columns.count("label")) {
-      return InvalidArgumentError(manifest_key + ":1: the header must name path,label[,start,end,split]");
+      return InvalidArgumentError(manifest_key +
+                                  ":1: the header must name path,label[,start,end,split]");
     }
     for (size_t r = 1; r < rows.size(); ++r) {
       const CsvRow& row = rows[r];
@@ -414,7 +426,8 @@ Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manife
 Result<SourceListing> ListSources(ObjectStore& store, const std::string& key_or_root) {
   std::string lower = Lower(key_or_root);
   auto ends_with = [&](const std::string& suffix) {
-    return lower.size() >= suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return lower.size() >= suffix.size() &&
+           lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (ends_with(".jsonl")) return ListManifest(store, key_or_root);
   if (ends_with(".csv")) {

@@ -26,11 +26,11 @@
 namespace reel::ingest {
 
 struct SourceVideo {
-  std::string key;    // key in the source store
-  uint64_t size = 0;  // bytes, as listed
-  std::string etag;   // as listed; part of the listing hash, so a changed source is noticed
-  int label = -1;     // index into SourceListing::class_names
-  std::string split;  // "train", "val" or "test"
+  std::string key;      // key in the source store
+  uint64_t size = 0;    // bytes, as listed
+  std::string etag;     // as listed; part of the listing hash, so a changed source is noticed
+  int label = -1;       // index into SourceListing::class_names
+  std::string split;    // "train", "val" or "test"
   double start_s = -1;  // a segment of the video to use; -1 = from the start / to the end
   double end_s = -1;
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "storage/memory_store.h"
+#include "testing/status_matchers.h"
 
 namespace reel::ingest {
 namespace {
@@ -12,7 +13,7 @@ using storage::MemoryStore;
 class SourcesTest : public ::testing::Test {
  protected:
   void Put(const std::string& key, const std::string& data = "video-bytes") {
-    ASSERT_TRUE(store_.Put(key, data).ok());
+    ASSERT_OK(store_.Put(key, data));
   }
   MemoryStore store_;
 };
@@ -23,7 +24,7 @@ TEST_F(SourcesTest, Ucf101FoldersWithoutListsAreAllTrainWithSortedClasses) {
   Put("ucf/Archery/v_Archery_g01_c01.avi");
   Put("ucf/Archery/notes.txt");  // not a video
   auto listing = ListUcf101(store_, "ucf");
-  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_OK(listing);
   EXPECT_EQ(listing->format, "ucf101");
   EXPECT_EQ(listing->class_names, (std::vector<std::string>{"Archery", "Walk"}));
   ASSERT_EQ(listing->videos.size(), 3u);
@@ -46,7 +47,7 @@ TEST_F(SourcesTest, Ucf101ClassIndAndSplitListsDecideOrderAndSplits) {
       "Zoom/v_Zoom_g01_c01.avi 1\nHandStandPushups/v_HandStandPushups_g01_c01.avi 2\n");
   Put("d/ucfTrainTestlist/testlist01.txt", "Zoom/v_Zoom_g02_c01.avi\nZoom/v_Zoom_g09_c09.avi\n");
   auto listing = ListUcf101(store_, "d");
-  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_OK(listing);
   EXPECT_EQ(listing->class_names, (std::vector<std::string>{"Zoom", "HandstandPushups", "Extra"}));
   ASSERT_EQ(listing->videos.size(), 3u);
   EXPECT_EQ(listing->videos[0].key, "d/HandstandPushups/v_HandStandPushups_g01_c01.avi");
@@ -63,12 +64,12 @@ TEST_F(SourcesTest, Ucf101ClassIndAndSplitListsDecideOrderAndSplits) {
 }
 
 TEST_F(SourcesTest, Ucf101Errors) {
-  EXPECT_EQ(ListUcf101(store_, "nothing").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(ListUcf101(store_, "nothing"), StatusCode::kNotFound);
   Put("e/A/a.mp4");
   Put("e/B/b.mp4");
   Put("e/classInd.txt", "1 A\n");
   auto unknown = ListUcf101(store_, "e");
-  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(unknown, StatusCode::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("class folder 'B'"), std::string::npos);
   Put("e/classInd.txt", "1 A\nx B\n");
   auto malformed = ListUcf101(store_, "e");
@@ -87,7 +88,7 @@ TEST_F(SourcesTest, KineticsCsvFindsTrimmedFilesAnywhereAndReportsMissingOnes) {
       "\"air drumming\",gone,5,15,train\n"
       "zumba,xyz,0,10,validate\n");
   auto listing = ListSources(store_, "k/kinetics.csv");
-  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_OK(listing);
   EXPECT_EQ(listing->format, "kinetics");
   // The missing video's label still defines a class, so indices do not depend on downloads.
   EXPECT_EQ(listing->class_names, (std::vector<std::string>{"abseiling", "air drumming", "zumba"}));
@@ -103,7 +104,7 @@ TEST_F(SourcesTest, KineticsCsvFindsTrimmedFilesAnywhereAndReportsMissingOnes) {
 TEST_F(SourcesTest, KineticsErrorsNameFileAndLine) {
   Put("k/bad.csv", "label,youtube_id,time_start,time_end\nx,y,20,10\n");
   auto reversed = ListKinetics(store_, "k/bad.csv", "k");
-  EXPECT_EQ(reversed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(reversed, StatusCode::kInvalidArgument);
   EXPECT_NE(reversed.status().message().find("k/bad.csv:2:"), std::string::npos);
   Put("k/short.csv", "label,youtube_id,time_start,time_end\nx,y,1\n");
   EXPECT_NE(ListKinetics(store_, "k/short.csv", "k").status().message().find("expected 4 columns"),
@@ -111,7 +112,7 @@ TEST_F(SourcesTest, KineticsErrorsNameFileAndLine) {
   Put("k/header.csv", "label,id\n");
   EXPECT_NE(ListKinetics(store_, "k/header.csv", "k").status().message().find("'youtube_id'"),
             std::string::npos);
-  EXPECT_EQ(ListKinetics(store_, "k/none.csv", "k").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(ListKinetics(store_, "k/none.csv", "k"), StatusCode::kNotFound);
 }
 
 TEST_F(SourcesTest, CsvManifestWithSegmentsAndNumericLabels) {
@@ -124,7 +125,7 @@ TEST_F(SourcesTest, CsvManifestWithSegmentsAndNumericLabels) {
       "videos/a.mp4,2,3,4,val\n"
       "videos/missing.mp4,10,,,train\n");
   auto listing = ListSources(store_, "m/list.csv");
-  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_OK(listing);
   EXPECT_EQ(listing->format, "manifest");
   EXPECT_EQ(listing->class_names, (std::vector<std::string>{"2", "10"}));  // numeric order
   ASSERT_EQ(listing->videos.size(), 3u);
@@ -142,22 +143,26 @@ TEST_F(SourcesTest, JsonlManifestAndItsErrors) {
   Put("j/v/a.mp4");
   Put("j/list.jsonl",
       "{\"path\": \"v/a.mp4\", \"label\": \"cat\"}\n\n"
-      "{\"path\": \"v/a.mp4\", \"label\": \"dog\", \"start\": 1, \"end\": 2, \"split\": \"test\"}\n");
+      "{\"path\": \"v/a.mp4\", \"label\": \"dog\", \"start\": 1, \"end\": 2, \"split\": "
+      "\"test\"}\n");
   auto listing = ListSources(store_, "j/list.jsonl");
-  ASSERT_TRUE(listing.ok()) << listing.status().ToString();
+  ASSERT_OK(listing);
   EXPECT_EQ(listing->class_names, (std::vector<std::string>{"cat", "dog"}));
   ASSERT_EQ(listing->videos.size(), 2u);
   EXPECT_EQ(listing->videos[1].split, "test");
   EXPECT_DOUBLE_EQ(listing->videos[1].start_s, 1);
 
   Put("j/bad.jsonl", "{\"path\": \"v/a.mp4\"}\n");
-  EXPECT_NE(ListManifest(store_, "j/bad.jsonl").status().message().find("j/bad.jsonl:1: needs a \"label\""),
+  EXPECT_NE(ListManifest(store_, "j/bad.jsonl")
+                .status()
+                .message()
+                .find("j/bad.jsonl:1: needs a \"label\""),
             std::string::npos);
   Put("j/bad2.jsonl", "{\"path\": \"v/a.mp4\", \"label\": 1, \"split\": \"holdout\"}\n");
   EXPECT_NE(ListManifest(store_, "j/bad2.jsonl").status().message().find("unknown split 'holdout'"),
             std::string::npos);
   Put("j/bad3.jsonl", "not json\n");
-  EXPECT_EQ(ListManifest(store_, "j/bad3.jsonl").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ListManifest(store_, "j/bad3.jsonl"), StatusCode::kInvalidArgument);
 }
 
 TEST_F(SourcesTest, ListingHashChangesWhenASourceVideoChanges) {
@@ -169,7 +174,7 @@ TEST_F(SourcesTest, ListingHashChangesWhenASourceVideoChanges) {
   EXPECT_EQ(first->hash, same->hash);
   Put("h/A/a.mp4", "changed");
   auto changed = ListUcf101(store_, "h");
-  ASSERT_TRUE(changed.ok());
+  ASSERT_OK(changed);
   EXPECT_NE(first->hash, changed->hash);
 }
 

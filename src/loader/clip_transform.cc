@@ -6,27 +6,20 @@
 namespace reel::loader {
 namespace {
 
-double Uniform(std::mt19937_64& rng, double lo, double hi) {
-  // 53 random bits: the same doubles on every platform (std::uniform_real_distribution is not
-  // specified exactly).
-  double u = static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);
-  return lo + (hi - lo) * u;
-}
-
 struct Box {
   double x, y, w, h;  // in source pixels
 };
 
 // torchvision's RandomResizedCrop: up to 10 tries at a random area and log-uniform ratio, then
 // the centre crop of the allowed ratio.
-Box RandomResizedBox(int width, int height, const TransformOptions& t, std::mt19937_64& rng) {
+Box RandomResizedBox(int width, int height, const TransformOptions& t, Rng& rng) {
   const double area = static_cast<double>(width) * height;
   for (int attempt = 0; attempt < 10; ++attempt) {
-    double target = area * Uniform(rng, t.min_scale, t.max_scale);
-    double ratio = std::exp(Uniform(rng, std::log(t.min_ratio), std::log(t.max_ratio)));
+    double target = area * rng.Uniform(t.min_scale, t.max_scale);
+    double ratio = std::exp(rng.Uniform(std::log(t.min_ratio), std::log(t.max_ratio)));
     double w = std::sqrt(target * ratio), h = std::sqrt(target / ratio);
     if (w <= width && h <= height && w >= 1 && h >= 1) {
-      return {Uniform(rng, 0, width - w), Uniform(rng, 0, height - h), w, h};
+      return {rng.Uniform(0, width - w), rng.Uniform(0, height - h), w, h};
     }
   }
   double ratio = static_cast<double>(width) / height;
@@ -45,7 +38,7 @@ Box CentreBox(int width, int height, int size) {
 
 }  // namespace
 
-Result<std::vector<int>> ClipStarts(int stored, const ClipOptions& clip, std::mt19937_64& rng) {
+Result<std::vector<int>> ClipStarts(int stored, const ClipOptions& clip, Rng& rng) {
   if (clip.frames < 1 || clip.stride < 1 || clip.clips_per_video < 1) {
     return InvalidArgumentError("clip frames, stride and clips_per_video must be at least 1");
   }
@@ -55,20 +48,25 @@ Result<std::vector<int>> ClipStarts(int stored, const ClipOptions& clip, std::mt
   std::vector<int> starts;
   if (clip.clips_per_video > 1) {
     for (int i = 0; i < clip.clips_per_video; ++i) {
-      starts.push_back(static_cast<int>(std::lround(static_cast<double>(i) * room / (clip.clips_per_video - 1))));
+      starts.push_back(static_cast<int>(
+          std::lround(static_cast<double>(i) * room / (clip.clips_per_video - 1))));
     }
     return starts;
   }
   switch (clip.sampling) {
-    case ClipSampling::kRandom: starts.push_back(static_cast<int>(rng() % static_cast<uint64_t>(room + 1))); break;
+    case ClipSampling::kRandom:
+      starts.push_back(static_cast<int>(rng.Below(static_cast<uint64_t>(room + 1))));
+      break;
     case ClipSampling::kCenter:
-    case ClipSampling::kUniform: starts.push_back(room / 2); break;
+    case ClipSampling::kUniform:
+      starts.push_back(room / 2);
+      break;
   }
   return starts;
 }
 
 Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const TransformOptions& t,
-                std::mt19937_64& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
+                Rng& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
   if (s.c != 3 || s.t < 1 || s.h < 1 || s.w < 1 ||
       s.pixels.size() != static_cast<size_t>(s.t) * s.h * s.w * s.c) {
     return InvalidArgumentError("frame stack is not T x H x W x 3 uint8");
@@ -81,10 +79,16 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   const size_t plane = static_cast<size_t>(n) * n;
   const size_t total = 3 * static_cast<size_t>(clip.frames) * plane;
   const size_t base = t.normalize ? out_f32->size() : out_u8->size();
-  if (t.normalize) out_f32->resize(base + total); else out_u8->resize(base + total);
+  if (t.normalize)
+    out_f32->resize(base + total);
+  else
+    out_u8->resize(base + total);
 
   // Bilinear sampling at pixel centres (align_corners = false), precomputed per axis.
-  struct Tap { int i0, i1; float w1; };
+  struct Tap {
+    int i0, i1;
+    float w1;
+  };
   auto taps = [&](double origin, double extent, int limit, bool mirror) {
     std::vector<Tap> v(static_cast<size_t>(n));
     for (int o = 0; o < n; ++o) {

@@ -8,10 +8,10 @@
 
 #include <array>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "base/random.h"
 #include "base/status.h"
 
 namespace reel::loader {
@@ -26,32 +26,32 @@ struct FrameStack {
 enum class ClipSampling { kRandom, kUniform, kCenter };
 
 struct ClipOptions {
-  int frames = 8;        // frames per clip
-  int stride = 1;        // stored frames between consecutive clip frames
+  int frames = 8;  // frames per clip
+  int stride = 1;  // stored frames between consecutive clip frames
   ClipSampling sampling = ClipSampling::kRandom;
   int clips_per_video = 1;  // > 1 for multi-clip evaluation (uniform spacing)
 };
 
 struct TransformOptions {
-  bool train = true;     // random resized crop + flip; otherwise resize short side + centre crop
-  int size = 112;        // output height and width
-  double min_scale = 0.25, max_scale = 1.0;        // crop area as a fraction of the frame
+  bool train = true;  // random resized crop + flip; otherwise resize short side + centre crop
+  int size = 112;     // output height and width
+  double min_scale = 0.25, max_scale = 1.0;         // crop area as a fraction of the frame
   double min_ratio = 3.0 / 4, max_ratio = 4.0 / 3;  // crop aspect ratio
-  bool flip = true;      // horizontal flip with probability 1/2 (train only)
-  bool normalize = true; // float output (x / 255 - mean) / std; otherwise uint8 output
-  std::array<float, 3> mean = {0.43216f, 0.394666f, 0.37645f};   // Kinetics, as torchvision
+  bool flip = true;       // horizontal flip with probability 1/2 (train only)
+  bool normalize = true;  // float output (x / 255 - mean) / std; otherwise uint8 output
+  std::array<float, 3> mean = {0.43216f, 0.394666f, 0.37645f};  // Kinetics, as torchvision
   std::array<float, 3> std = {0.22803f, 0.22145f, 0.216989f};
 };
 
 // Starting frame of each clip (clips_per_video of them); clips longer than the stack repeat
 // its last frame. InvalidArgument for non-positive options.
-Result<std::vector<int>> ClipStarts(int stored_frames, const ClipOptions& clip, std::mt19937_64& rng);
+Result<std::vector<int>> ClipStarts(int stored_frames, const ClipOptions& clip, Rng& rng);
 
 // One clip, transformed, as C x T x H x W (the layout video models take), appended to `out_f32`
 // (normalised) or `out_u8` (the other is left alone), so several clips and samples can be
 // written straight into one buffer.
 Status MakeClip(const FrameStack& stack, int start, const ClipOptions& clip,
-                const TransformOptions& transform, std::mt19937_64& rng,
-                std::vector<float>* out_f32, std::vector<uint8_t>* out_u8);
+                const TransformOptions& transform, Rng& rng, std::vector<float>* out_f32,
+                std::vector<uint8_t>* out_u8);
 
 }  // namespace reel::loader

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace reel::loader {
 namespace {
 
@@ -22,7 +24,7 @@ FrameStack Ramp(int t, int h, int w) {
 }
 
 TEST(ClipStartsTest, ModesAndMultiClip) {
-  std::mt19937_64 rng(1);
+  Rng rng(1);
   ClipOptions c;
   c.frames = 4;
   c.stride = 2;  // span 7
@@ -40,7 +42,7 @@ TEST(ClipStartsTest, ModesAndMultiClip) {
   c.sampling = ClipSampling::kCenter;
   EXPECT_EQ(ClipStarts(3, c, rng).value(), std::vector<int>{0});  // shorter than a clip
   c.frames = 0;
-  EXPECT_EQ(ClipStarts(17, c, rng).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ClipStarts(17, c, rng), StatusCode::kInvalidArgument);
 }
 
 TEST(MakeClipTest, EvalAtNativeSizeIsTheFramesInChannelFirstLayout) {
@@ -52,10 +54,10 @@ TEST(MakeClipTest, EvalAtNativeSizeIsTheFramesInChannelFirstLayout) {
   t.train = false;
   t.size = 8;
   t.normalize = false;
-  std::mt19937_64 rng(1);
+  Rng rng(1);
   std::vector<float> f;
   std::vector<uint8_t> u;
-  ASSERT_TRUE(MakeClip(s, 1, c, t, rng, &f, &u).ok());
+  ASSERT_OK(MakeClip(s, 1, c, t, rng, &f, &u));
   ASSERT_EQ(u.size(), 3u * 3 * 8 * 8);
   auto at = [&](int ch, int frame, int y, int x) { return u[((ch * 3 + frame) * 8 + y) * 8 + x]; };
   EXPECT_EQ(at(0, 0, 2, 5), 5);  // R = x
@@ -78,10 +80,10 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   std::vector<uint8_t> u;
   bool saw_flip = false, saw_plain = false;
   for (uint64_t seed = 0; seed < 16; ++seed) {
-    std::mt19937_64 rng(seed);
+    Rng rng(seed);
     u.clear();  // MakeClip appends
-    ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
-    if (u[0] == 3) saw_flip = true;   // R at x = 0 is the last column
+    ASSERT_OK(MakeClip(s, 0, c, t, rng, &f, &u));
+    if (u[0] == 3) saw_flip = true;  // R at x = 0 is the last column
     if (u[0] == 0) saw_plain = true;
   }
   EXPECT_TRUE(saw_flip && saw_plain);
@@ -90,9 +92,9 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   t.normalize = true;
   t.mean = {0.5f, 0.5f, 0.5f};
   t.std = {0.25f, 0.25f, 0.25f};
-  std::mt19937_64 rng(0);
+  Rng rng(0);
   u.clear();
-  ASSERT_TRUE(MakeClip(s, 0, c, t, rng, &f, &u).ok());
+  ASSERT_OK(MakeClip(s, 0, c, t, rng, &f, &u));
   EXPECT_NEAR(f[1], (1 / 255.f - 0.5f) / 0.25f, 1e-6);  // R at x = 1
   EXPECT_TRUE(u.empty());
 }
@@ -106,14 +108,14 @@ TEST(MakeClipTest, RandomResizedCropStaysInsideAndIsRepeatable) {
   t.normalize = false;
   std::vector<float> f;
   std::vector<uint8_t> a, b;
-  std::mt19937_64 r1(9), r2(9);
-  ASSERT_TRUE(MakeClip(s, 0, c, t, r1, &f, &a).ok());
-  ASSERT_TRUE(MakeClip(s, 0, c, t, r2, &f, &b).ok());
+  Rng r1(9), r2(9);
+  ASSERT_OK(MakeClip(s, 0, c, t, r1, &f, &a));
+  ASSERT_OK(MakeClip(s, 0, c, t, r2, &f, &b));
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < 16 * 16; ++i) EXPECT_LE(a[i], 59);  // R = x stays inside the frame
   FrameStack bad = s;
   bad.pixels.pop_back();
-  EXPECT_EQ(MakeClip(bad, 0, c, t, r1, &f, &a).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(MakeClip(bad, 0, c, t, r1, &f, &a), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -9,20 +9,23 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/random.h"
 #include "base/thread_pool.h"
 #include "dataset/frames_codec.h"
+#include "dataset/layout.h"
 #include "dataset/manifest.h"
 #include "dataset/shard_reader.h"
-#include "loader/rng.h"
+#include "loader/streams.h"
 #include "media/decoder.h"
 #include "media/input.h"
-#include "storage/caching_store.h"
+#include "storage/object_store.h"
 
 namespace reel::loader {
 namespace {
 
 struct Sample {
   Status status;
+  bool fatal = false;      // the shard itself is missing or damaged: no other sample can stand in
   std::vector<float> f32;  // clips_per_video clips, each C x T x H x W
   std::vector<uint8_t> u8;
   int label = -1;
@@ -47,7 +50,8 @@ Result<FrameStack> Frames(const dataset::Record& record) {
   media::DecodeOptions options;
   options.format = media::PixelFormat::kRgb24;
   options.threads = 1;  // the loader parallelises over samples
-  REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(media::Input::View(record.payload, record.key), options));
+  REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(
+                                          media::Input::View(record.payload, record.key), options));
   stack.w = decoder->output_width();
   stack.h = decoder->output_height();
   REEL_RETURN_IF_ERROR(decoder->ForEachFrame([&](media::Frame&& frame) {
@@ -62,7 +66,8 @@ Result<FrameStack> Frames(const dataset::Record& record) {
 }  // namespace
 
 struct Loader::Impl {
-  Impl(storage::ObjectStore& s, LoaderOptions opts) : store(s), o(std::move(opts)), pool(static_cast<size_t>(o.threads)) {}
+  Impl(storage::ObjectStore& s, LoaderOptions opts)
+      : store(s), o(std::move(opts)), pool(static_cast<size_t>(o.threads)) {}
 
   Result<const dataset::ShardReader*> Reader(uint32_t shard) {
     std::lock_guard lock(readers_mu);
@@ -73,6 +78,26 @@ struct Loader::Impl {
     return static_cast<const dataset::ShardReader*>(reader.get());
   }
 
+  // A shard's tar must exist and be the size the manifest recorded: a shorter one was truncated (a
+  // copy cut short, a full disk), and every record past the cut would fail one by one.
+  Status CheckTar(uint32_t shard, uint64_t expected_bytes) {
+    const std::string key = dataset::ShardTarKey(o.root, o.split, shard);
+    const std::string uri = storage::ObjectUri(store, key);
+    auto head = store.Head(key);
+    if (!head.ok()) {
+      if (head.status().code() == StatusCode::kNotFound) {
+        return NotFoundError(uri + ": shard missing, though the manifest lists it");
+      }
+      return head.status().WithContext(uri);
+    }
+    if (head->size != expected_bytes) {
+      return DataLossError(uri + " is " + std::to_string(head->size) +
+                           " bytes, the manifest says " + std::to_string(expected_bytes) +
+                           ": the shard is truncated or was replaced; ingest the dataset again");
+    }
+    return Status::Ok();
+  }
+
   // Runs on a worker: read, decode, sample and transform plan entry `position`.
   Sample Make(uint64_t position) {
     Sample sample;
@@ -81,6 +106,7 @@ struct Loader::Impl {
     auto reader = Reader(ref.shard);
     if (!reader.ok()) {
       sample.status = reader.status();
+      sample.fatal = true;
       return sample;
     }
     auto record = (*reader)->ReadRecord(ref.record);
@@ -91,10 +117,12 @@ struct Loader::Impl {
     sample.key = record->key;
     auto stack = Frames(*record);
     if (!stack.ok()) {
-      sample.status = stack.status().WithContext(o.split + "/" + dataset::ShardName(ref.shard) + " " + record->key);
+      sample.status = stack.status().WithContext(o.split + "/" + dataset::ShardName(ref.shard) +
+                                                 " " + record->key);
       return sample;
     }
-    auto rng = KeyedRng(o.plan.seed, epoch, kSampleStreamBase + (static_cast<uint64_t>(o.plan.rank) << 40) + position);
+    auto rng = Rng::Stream(o.plan.seed, kSampleStream, epoch,
+                           (static_cast<uint64_t>(o.plan.rank) << 40) + position);
     auto starts = ClipStarts(stack->t, o.clip, rng);
     if (!starts.ok()) {
       sample.status = starts.status();
@@ -108,7 +136,8 @@ struct Loader::Impl {
   }
 
   void Refill() {
-    const size_t window = static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size);
+    const size_t window =
+        static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size);
     while (inflight.size() < window && next_submit < plan.size()) {
       uint64_t position = next_submit++;
       PrefetchShardsAfter(plan[position].shard);
@@ -121,7 +150,8 @@ struct Loader::Impl {
     shard_sequence.clear();
     shard_ordinal.clear();
     for (const SampleRef& ref : plan) {
-      if (shard_ordinal.emplace(ref.shard, shard_sequence.size()).second) shard_sequence.push_back(ref.shard);
+      if (shard_ordinal.emplace(ref.shard, shard_sequence.size()).second)
+        shard_sequence.push_back(ref.shard);
     }
     prefetched_upto = 0;
   }
@@ -135,7 +165,8 @@ struct Loader::Impl {
       std::string key = dataset::ShardTarKey(o.root, o.split, shard_sequence[prefetched_upto]);
       prefetcher->Submit([this, key] {
         Status status = cache->Prefetch(key);
-        if (!status.ok()) Logger("loader")->debug("prefetch of {} failed: {}", key, status.ToString());
+        if (!status.ok())
+          Logger("loader")->debug("prefetch of {} failed: {}", key, status.ToString());
       });
     }
   }
@@ -154,11 +185,11 @@ struct Loader::Impl {
   std::vector<SampleRef> plan;
   int64_t epoch = 0;
   bool warned_segregation = false;  // logged once per loader
-  uint64_t next_submit = 0;  // next plan position to hand to a worker
-  uint64_t next_take = 0;    // next plan position to put in a batch
+  uint64_t next_submit = 0;         // next plan position to hand to a worker
+  uint64_t next_take = 0;           // next plan position to put in a batch
   std::deque<std::future<Sample>> inflight;
   LoaderStats stats;
-  storage::CachingStore* cache = nullptr;  // the store, when it is a cache (for prefetching)
+  storage::ObjectStore* cache = nullptr;  // the store, when it prefetches (a cache)
   std::vector<uint32_t> shard_sequence;
   std::map<uint32_t, size_t> shard_ordinal;
   size_t prefetched_upto = 0;
@@ -175,8 +206,10 @@ Loader::~Loader() {
 Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, LoaderOptions options) {
   if (options.batch_size < 1) return InvalidArgumentError("batch_size must be at least 1");
   if (options.threads < 1) return InvalidArgumentError("threads must be at least 1");
-  if (options.prefetch_batches < 1) return InvalidArgumentError("prefetch_batches must be at least 1");
-  if (options.prefetch_shards < 0) return InvalidArgumentError("prefetch_shards must not be negative");
+  if (options.prefetch_batches < 1)
+    return InvalidArgumentError("prefetch_batches must be at least 1");
+  if (options.prefetch_shards < 0)
+    return InvalidArgumentError("prefetch_shards must not be negative");
   options.plan.batch_size = options.batch_size;
   REEL_ASSIGN_OR_RETURN(dataset::Manifest manifest, dataset::Manifest::Read(store, options.root));
   if (!manifest.splits.count(options.split)) {
@@ -184,13 +217,22 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
   }
   auto impl = std::make_unique<Impl>(store, std::move(options));
   impl->classes = manifest.classes;
-  impl->cache = dynamic_cast<storage::CachingStore*>(&store);
+  // Every shard the manifest lists is there, whole, before the first batch (one HEAD each).
+  for (const auto& shard : manifest.splits.at(impl->o.split).shards) {
+    std::optional<uint32_t> number = dataset::ParseShardName(shard.name);
+    if (!number) {
+      return DataLossError("manifest of " + store.uri() + ": bad shard name " + shard.name);
+    }
+    REEL_RETURN_IF_ERROR(impl->CheckTar(*number, shard.tar_bytes));
+  }
+  impl->cache = store.SupportsPrefetch() ? &store : nullptr;
   if (impl->cache != nullptr && impl->o.prefetch_shards > 0) {
     impl->prefetcher = std::make_unique<ThreadPool>(1);
   } else {
     impl->cache = nullptr;
   }
-  REEL_ASSIGN_OR_RETURN(impl->catalog, SplitCatalog::FromIndexes(store, impl->o.root, impl->o.split));
+  REEL_ASSIGN_OR_RETURN(impl->catalog,
+                        SplitCatalog::FromIndexes(store, impl->o.root, impl->o.split));
   REEL_RETURN_IF_ERROR(ValidatePlanOptions(impl->catalog, impl->o.plan));
   auto loader = std::unique_ptr<Loader>(new Loader(std::move(impl)));
   REEL_RETURN_IF_ERROR(loader->Start(LoaderState{loader->impl_->o.plan.seed, 0, 0}));
@@ -201,7 +243,8 @@ Status Loader::Start(const LoaderState& state) {
   Impl& m = *impl_;
   if (state.seed != m.o.plan.seed) {
     return InvalidArgumentError("loader state has seed " + std::to_string(state.seed) +
-                                " but the loader was opened with seed " + std::to_string(m.o.plan.seed));
+                                " but the loader was opened with seed " +
+                                std::to_string(m.o.plan.seed));
   }
   if (state.position % static_cast<uint64_t>(m.o.batch_size) != 0) {
     return InvalidArgumentError("loader state position " + std::to_string(state.position) +
@@ -213,7 +256,8 @@ Status Loader::Start(const LoaderState& state) {
   REEL_ASSIGN_OR_RETURN(m.plan, PlanEpoch(m.catalog, plan));
   if (state.position > m.plan.size()) {
     return InvalidArgumentError("loader state position " + std::to_string(state.position) +
-                                " is past the epoch's " + std::to_string(m.plan.size()) + " samples");
+                                " is past the epoch's " + std::to_string(m.plan.size()) +
+                                " samples");
   }
   m.epoch = state.epoch;
   if (plan.world_size > 1 && !m.warned_segregation) {
@@ -225,8 +269,10 @@ Status Loader::Start(const LoaderState& state) {
     if (mine.size() < all.size()) {
       m.warned_segregation = true;
       Logger("loader")->warn(
-          "rank {} reads {} of the {} classes of split '{}' in epoch {}: its shards hold records sorted by class, and "
-          "each rank reads a contiguous part of them; re-ingest with a shuffled order (reel ingest shuffles unless "
+          "rank {} reads {} of the {} classes of split '{}' in epoch {}: its shards hold records "
+          "sorted by class, and "
+          "each rank reads a contiguous part of them; re-ingest with a shuffled order (reel ingest "
+          "shuffles unless "
           "--no-shuffle) or use more, smaller shards",
           plan.rank, mine.size(), all.size(), m.o.split, state.epoch);
     }
@@ -258,7 +304,11 @@ Result<std::optional<Batch>> Loader::Next() {
   }
   m.Refill();
 
-  // Unreadable samples are reported and replaced by a readable one of the same batch.
+  // A missing or truncated shard fails the epoch; an unreadable record is reported and replaced
+  // by a readable one of the same batch.
+  for (const Sample& s : samples) {
+    if (s.fatal) return s.status;
+  }
   const Sample* good = nullptr;
   for (const Sample& s : samples) {
     if (s.status.ok()) {

@@ -5,10 +5,10 @@
 // across ranks (or class-balanced), the same whole number of batches on every rank. Records are
 // read with one ranged GET each through the store (put a CachingStore in front of S3 so a shard
 // is fetched once; the loader then also fetches the next `prefetch_shards` shards of its plan in
-// the background while the current ones are consumed), decoded (H.264 clips through media, or zstd frames), sampled in time and
-// transformed (clip_transform.h) on a pool of `threads` workers, at most `prefetch_batches`
-// batches ahead of the trainer: memory is bounded by the configuration, not the dataset.
-// Results are assembled in plan order, so batches do not depend on the thread count.
+// the background while the current ones are consumed), decoded (H.264 clips through media, or zstd
+// frames), sampled in time and transformed (clip_transform.h) on a pool of `threads` workers, at
+// most `prefetch_batches` batches ahead of the trainer: memory is bounded by the configuration, not
+// the dataset. Results are assembled in plan order, so batches do not depend on the thread count.
 //
 // A record that fails to read or decode (checksum mismatch, corrupt payload) is logged with its
 // shard and key, counted in stats(), and replaced in its batch by another sample of that batch,
@@ -38,15 +38,15 @@
 namespace reel::loader {
 
 struct LoaderOptions {
-  std::string root;               // dataset root within the store ("" = the store's root)
+  std::string root;  // dataset root within the store ("" = the store's root)
   std::string split = "train";
   int batch_size = 8;
-  PlanOptions plan;               // world_size, rank, seed, shuffle, buffer, remainder, balance
-                                  // (its batch_size and epoch are set by the loader)
+  PlanOptions plan;  // world_size, rank, seed, shuffle, buffer, remainder, balance
+                     // (its batch_size and epoch are set by the loader)
   ClipOptions clip;
   TransformOptions transform;
-  int threads = 2;                // decode and transform workers
-  int prefetch_batches = 2;       // batches prepared ahead of the trainer
+  int threads = 2;           // decode and transform workers
+  int prefetch_batches = 2;  // batches prepared ahead of the trainer
   // With a CachingStore: shards fetched into the cache ahead of the one being read.
   int prefetch_shards = 2;
 };
@@ -56,10 +56,10 @@ struct Batch {
   std::array<int64_t, 5> shape = {0, 0, 0, 0, 0};
   std::vector<float> f32;
   std::vector<uint8_t> u8;
-  std::vector<int> labels;          // per clip (B)
-  std::vector<std::string> keys;    // per clip
-  uint64_t index = 0;               // batch number within the epoch
-  double input_wait_s = 0;          // time Next() waited for workers (0: the trainer was slower)
+  std::vector<int> labels;        // per clip (B)
+  std::vector<std::string> keys;  // per clip
+  uint64_t index = 0;             // batch number within the epoch
+  double input_wait_s = 0;        // time Next() waited for workers (0: the trainer was slower)
 };
 
 struct LoaderStats {

@@ -12,6 +12,8 @@
 #include "storage/open.h"
 #include "storage/s3_store.h"
 #include "storage/testing/ceph_env.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::loader {
 namespace {
@@ -20,7 +22,7 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
   ASSERT_TRUE(storage::testing::LoadCephEnvironment()) << "run through ctest (fixture 'ceph')";
   const std::string bucket = "reel-loader-" + std::to_string(::getpid());
   auto options = storage::S3Options::FromEnvironment();
-  ASSERT_TRUE(options.ok());
+  ASSERT_OK(options);
   {
     auto s3 = storage::S3Store::Open(bucket, "", *options);
     ASSERT_TRUE(s3.ok() && (*s3)->CreateBucket().ok());
@@ -31,7 +33,7 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
   dg.width = 48;
   dg.height = 40;
   dg.show_progress = false;
-  ASSERT_TRUE(datagen::GenerateDataset(**raw, "ucf", dg, 2).ok());
+  ASSERT_OK(datagen::GenerateDataset(**raw, "ucf", dg, 2));
   ingest::IngestOptions io;
   io.source = "mem://loader-s3-raw/ucf";
   io.output = "s3://" + bucket + "/ds";
@@ -40,18 +42,18 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
   io.shard_bytes = 64 << 10;
   io.progress = false;
   auto report = ingest::RunIngest(io);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
 
-  char dir[] = "/tmp/reel-loader-s3-cache-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  reel::testing::TempDir dir_owner;
+  const std::string dir = dir_owner.path();
   auto s3 = storage::S3Store::Open(bucket, "ds", *options);
-  ASSERT_TRUE(s3.ok());
+  ASSERT_OK(s3);
   storage::S3Store* server = s3->get();
   storage::CacheOptions co;
   co.directory = dir;
   co.max_bytes = 256 << 20;
   auto cache = storage::CachingStore::Open(std::move(*s3), co);
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
 
   std::multiset<std::string> keys;
   for (int rank = 0; rank < 2; ++rank) {
@@ -63,10 +65,10 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
     o.plan.rank = rank;
     o.plan.remainder = Remainder::kDrop;
     auto loader = Loader::Open(**cache, o);
-    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    ASSERT_OK(loader);
     while (true) {
       auto batch = (*loader)->Next();
-      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      ASSERT_OK(batch);
       if (!batch->has_value()) break;
       for (const auto& key : (*batch)->keys) keys.insert(key);
     }
@@ -82,10 +84,10 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
   o.clip.frames = 4;
   o.transform.size = 16;
   auto again = Loader::Open(**cache, o);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   while (true) {
     auto batch = (*again)->Next();
-    ASSERT_TRUE(batch.ok());
+    ASSERT_OK(batch);
     if (!batch->has_value()) break;
   }
   // Only listing the split's shards goes to the server; manifest, indexes and shards are cached.

@@ -2,20 +2,21 @@
 #include "loader/loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <set>
 
 #include "datagen/datagen.h"
 #include "dataset/layout.h"
-#include "ingest/pipeline.h"
-#include "storage/memory_store.h"
-#include "storage/caching_store.h"
-#include "storage/open.h"
 #include "dataset/shard_reader.h"
-
-#include <atomic>
-#include <unistd.h>
+#include "ingest/pipeline.h"
+#include "storage/caching_store.h"
+#include "storage/memory_store.h"
+#include "storage/open.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::loader {
 namespace {
@@ -45,7 +46,7 @@ storage::MemoryStore& Dataset(dataset::DatasetMode mode) {
     io.shard_bytes = 64 << 10;
     io.progress = false;
     auto report = ingest::RunIngest(io);
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_OK(report);
   }
   return *store;
 }
@@ -66,7 +67,7 @@ std::vector<Batch> Epoch(Loader& loader) {
   std::vector<Batch> batches;
   while (true) {
     auto batch = loader.Next();
-    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    EXPECT_OK(batch);
     if (!batch.ok() || !batch->has_value()) break;
     batches.push_back(std::move(**batch));
   }
@@ -76,7 +77,7 @@ std::vector<Batch> Epoch(Loader& loader) {
 TEST(LoaderTest, BatchesHaveTheModelsLayoutAndEveryTrainClipOncePerEpochAcrossRanks) {
   storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
   auto catalog = SplitCatalog::FromIndexes(store, "", "train");
-  ASSERT_TRUE(catalog.ok());
+  ASSERT_OK(catalog);
   const uint64_t n = catalog->size();
   for (int world = 1; world <= 3; ++world) {
     std::multiset<std::string> keys;
@@ -87,7 +88,7 @@ TEST(LoaderTest, BatchesHaveTheModelsLayoutAndEveryTrainClipOncePerEpochAcrossRa
       o.plan.rank = rank;
       o.plan.remainder = Remainder::kDrop;
       auto loader = Loader::Open(store, o);
-      ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+      ASSERT_OK(loader);
       auto batches = Epoch(**loader);
       if (rank == 0) batches_per_rank = batches.size();
       EXPECT_EQ(batches.size(), batches_per_rank);  // the same number on every rank
@@ -128,21 +129,21 @@ TEST(LoaderTest, ResumingMidEpochGivesTheRemainingBatchesExactly) {
   storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
   LoaderOptions o = Options();
   auto full = Loader::Open(store, o);
-  ASSERT_TRUE(full.ok());
-  ASSERT_TRUE((*full)->Start(LoaderState{o.plan.seed, 2, 0}).ok());
+  ASSERT_OK(full);
+  ASSERT_OK((*full)->Start(LoaderState{o.plan.seed, 2, 0}));
   auto expected = Epoch(**full);
   ASSERT_GT(expected.size(), 3u);
 
   auto first = Loader::Open(store, o);
-  ASSERT_TRUE((*first)->Start(LoaderState{o.plan.seed, 2, 0}).ok());
-  ASSERT_TRUE((*first)->Next().ok());
-  ASSERT_TRUE((*first)->Next().ok());
+  ASSERT_OK((*first)->Start(LoaderState{o.plan.seed, 2, 0}));
+  ASSERT_OK((*first)->Next());
+  ASSERT_OK((*first)->Next());
   std::string saved = (*first)->state().ToJson();  // what a checkpoint would keep
 
   auto resumed = Loader::Open(store, o);
   auto state = LoaderState::FromJson(saved);
-  ASSERT_TRUE(state.ok());
-  ASSERT_TRUE((*resumed)->Start(*state).ok());
+  ASSERT_OK(state);
+  ASSERT_OK((*resumed)->Start(*state));
   auto rest = Epoch(**resumed);
   ASSERT_EQ(rest.size(), expected.size() - 2);
   for (size_t i = 0; i < rest.size(); ++i) {
@@ -150,8 +151,9 @@ TEST(LoaderTest, ResumingMidEpochGivesTheRemainingBatchesExactly) {
     EXPECT_TRUE(rest[i].f32 == expected[i + 2].f32);
     EXPECT_EQ(rest[i].index, expected[i + 2].index);
   }
-  EXPECT_EQ((*resumed)->Start(LoaderState{o.plan.seed + 1, 2, 0}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ((*resumed)->Start(LoaderState{o.plan.seed, 2, 3}).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS((*resumed)->Start(LoaderState{o.plan.seed + 1, 2, 0}),
+                StatusCode::kInvalidArgument);
+  EXPECT_STATUS((*resumed)->Start(LoaderState{o.plan.seed, 2, 3}), StatusCode::kInvalidArgument);
 }
 
 TEST(LoaderTest, VideoModeClipsDecodeToUint8Batches) {
@@ -162,7 +164,7 @@ TEST(LoaderTest, VideoModeClipsDecodeToUint8Batches) {
   o.clip.clips_per_video = 2;  // multi-clip evaluation
   o.split = "test";
   auto loader = Loader::Open(store, o);
-  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  ASSERT_OK(loader);
   auto batch = (*loader)->Next();
   ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status().ToString();
   const Batch& b = **batch;
@@ -181,17 +183,18 @@ TEST(LoaderTest, ACorruptRecordIsSkippedCountedAndReplaced) {
   storage::MemoryStore& source = Dataset(dataset::DatasetMode::kFrames);
   storage::MemoryStore copy("corrupt");
   auto objects = storage::ListAll(source, "");
-  ASSERT_TRUE(objects.ok());
-  for (const auto& object : *objects) ASSERT_TRUE(copy.Put(object.key, source.Get(object.key).value()).ok());
+  ASSERT_OK(objects);
+  for (const auto& object : *objects)
+    ASSERT_OK(copy.Put(object.key, source.Get(object.key).value()));
   std::string tar = copy.Get("train/shard-000000.tar").value();
   tar[512 + 100] ^= 0x5a;  // inside the first member's data (after its 512-byte header)
-  ASSERT_TRUE(copy.Put("train/shard-000000.tar", tar).ok());
+  ASSERT_OK(copy.Put("train/shard-000000.tar", tar));
 
   LoaderOptions o = Options();
-  o.plan.shuffle = false;  // the corrupt record comes first
+  o.plan.shuffle = false;               // the corrupt record comes first
   o.plan.remainder = Remainder::kDrop;  // no padding: each record once
   auto loader = Loader::Open(copy, o);
-  ASSERT_TRUE(loader.ok());
+  ASSERT_OK(loader);
   auto batches = Epoch(**loader);
   ASSERT_FALSE(batches.empty());
   EXPECT_EQ((*loader)->stats().corrupt_records, 1u);
@@ -215,41 +218,44 @@ TEST(LoaderTest, ThroughACacheEachShardIsFetchedOnceAndPrefetched) {
   auto counting = std::make_unique<CountingStore>("counting");
   CountingStore* inner = counting.get();
   auto objects = storage::ListAll(source, "");
-  ASSERT_TRUE(objects.ok());
-  for (const auto& object : *objects) ASSERT_TRUE(inner->Put(object.key, source.Get(object.key).value()).ok());
-  char dir[] = "/tmp/reel-loader-cache-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  ASSERT_OK(objects);
+  for (const auto& object : *objects)
+    ASSERT_OK(inner->Put(object.key, source.Get(object.key).value()));
+  reel::testing::TempDir dir_owner;
+  const std::string dir = dir_owner.path();
   storage::CacheOptions co;
   co.directory = dir;
   co.max_bytes = 256 << 20;
   auto cache = storage::CachingStore::Open(std::move(counting), co);
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   auto shards = dataset::ListShards(**cache, "", "train");
-  ASSERT_TRUE(shards.ok());
+  ASSERT_OK(shards);
   ASSERT_GT(shards->size(), 2u);
 
   LoaderOptions o = Options();
   o.threads = 3;
   auto loader = Loader::Open(**cache, o);
-  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  ASSERT_OK(loader);
   auto first = Epoch(**loader);
   EXPECT_EQ(inner->tar_gets.load(), static_cast<int>(shards->size()));  // once each, no duplicates
-  ASSERT_TRUE((*loader)->Start(LoaderState{o.plan.seed, 1, 0}).ok());
+  ASSERT_OK((*loader)->Start(LoaderState{o.plan.seed, 1, 0}));
   auto second = Epoch(**loader);
   EXPECT_EQ(second.size(), first.size());
-  EXPECT_EQ(inner->tar_gets.load(), static_cast<int>(shards->size()));  // the next epoch: all cached
+  EXPECT_EQ(inner->tar_gets.load(),
+            static_cast<int>(shards->size()));  // the next epoch: all cached
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
 TEST(LoaderTest, OpenErrors) {
   storage::MemoryStore empty;
-  EXPECT_EQ(Loader::Open(empty, Options()).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(Loader::Open(empty, Options()), StatusCode::kNotFound);
   LoaderOptions o = Options();
   o.split = "holdout";
-  EXPECT_EQ(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o), StatusCode::kNotFound);
   o = Options();
   o.batch_size = 0;
-  EXPECT_EQ(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(Loader::Open(Dataset(dataset::DatasetMode::kFrames), o),
+                StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -4,30 +4,21 @@
 
 #include <algorithm>
 #include <map>
-#include <random>
 
+#include "base/random.h"
 #include "dataset/shard_reader.h"
-#include "loader/rng.h"
+#include "loader/streams.h"
 
 namespace reel::loader {
 namespace {
-
-// Uniform integer in [0, n) without modulo bias, identical on every platform (unlike
-// std::uniform_int_distribution, whose algorithm the standard leaves open).
-uint64_t Below(std::mt19937_64& rng, uint64_t n) {
-  uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng(); while (x >= limit);
-  return x % n;
-}
 
 // The split's records in epoch stream order: shards in (shuffled) order, records in order.
 std::vector<SampleRef> Stream(const SplitCatalog& catalog, const PlanOptions& o) {
   std::vector<size_t> order(catalog.shards.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (o.shuffle) {
-    auto rng = KeyedRng(o.seed, o.epoch, kShardOrderStream);
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[Below(rng, i)]);
+    auto rng = Rng::Stream(o.seed, kShardOrderStream, o.epoch);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
   }
   std::vector<SampleRef> stream;
   stream.reserve(catalog.size());
@@ -50,12 +41,12 @@ std::vector<SampleRef> BalancedStream(const std::vector<SampleRef>& stream, cons
   std::map<int, std::vector<uint64_t>> members;  // class -> stream positions
   for (uint64_t i = 0; i < stream.size(); ++i) members[stream[i].label].push_back(i);
   for (const auto& [label, positions] : members) classes.push_back(label);
-  auto rng = KeyedRng(o.seed, o.epoch, kBalancedDrawStream);
+  auto rng = Rng::Stream(o.seed, kBalancedDrawStream, o.epoch);
   std::vector<uint64_t> drawn;
   drawn.reserve(stream.size());
   for (uint64_t i = 0; i < stream.size(); ++i) {
-    const auto& positions = members[classes[Below(rng, classes.size())]];
-    drawn.push_back(positions[Below(rng, positions.size())]);
+    const auto& positions = members[classes[rng.Below(classes.size())]];
+    drawn.push_back(positions[rng.Below(positions.size())]);
   }
   std::sort(drawn.begin(), drawn.end());
   std::vector<SampleRef> out;
@@ -108,7 +99,8 @@ Result<uint64_t> SamplesPerRank(const SplitCatalog& catalog, const PlanOptions& 
   const uint64_t unit = static_cast<uint64_t>(o.world_size) * static_cast<uint64_t>(o.batch_size);
   const uint64_t batches = o.remainder == Remainder::kPad ? (n + unit - 1) / unit : n / unit;
   if (batches == 0) {
-    return InvalidArgumentError("the split's " + std::to_string(n) + " samples do not fill one batch of " +
+    return InvalidArgumentError("the split's " + std::to_string(n) +
+                                " samples do not fill one batch of " +
                                 std::to_string(o.batch_size) + " on each of " +
                                 std::to_string(o.world_size) + " ranks (use padding)");
   }
@@ -128,7 +120,7 @@ Result<std::vector<SampleRef>> PlanEpoch(const SplitCatalog& catalog, const Plan
 
   if (!o.shuffle || o.shuffle_buffer <= 1) return mine;
   // The shuffle buffer: hold up to `shuffle_buffer` samples, emit a random one, refill in order.
-  auto rng = KeyedRng(o.seed, o.epoch, kBufferStreamBase + static_cast<uint64_t>(o.rank));
+  auto rng = Rng::Stream(o.seed, kBufferStream, o.epoch, static_cast<uint64_t>(o.rank));
   std::vector<SampleRef> buffer;
   std::vector<SampleRef> out;
   out.reserve(mine.size());
@@ -138,12 +130,12 @@ Result<std::vector<SampleRef>> PlanEpoch(const SplitCatalog& catalog, const Plan
       buffer.push_back(sample);
       continue;
     }
-    size_t pick = Below(rng, buffer.size());
+    size_t pick = rng.Below(buffer.size());
     out.push_back(buffer[pick]);
     buffer[pick] = sample;
   }
   while (!buffer.empty()) {
-    size_t pick = Below(rng, buffer.size());
+    size_t pick = rng.Below(buffer.size());
     out.push_back(buffer[pick]);
     buffer[pick] = buffer.back();
     buffer.pop_back();

@@ -60,9 +60,9 @@ struct PlanOptions {
   int rank = 0;
   uint64_t seed = 0;
   int64_t epoch = 0;
-  bool shuffle = true;             // shard order and the shuffle buffer; off: stream order
-  size_t shuffle_buffer = 1000;    // records held by the buffer; 1 = no buffer shuffling
-  int batch_size = 1;              // every rank gets a multiple of this many samples
+  bool shuffle = true;           // shard order and the shuffle buffer; off: stream order
+  size_t shuffle_buffer = 1000;  // records held by the buffer; 1 = no buffer shuffling
+  int batch_size = 1;            // every rank gets a multiple of this many samples
   Remainder remainder = Remainder::kPad;
   bool class_balanced = false;
 };

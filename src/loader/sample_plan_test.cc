@@ -7,6 +7,7 @@
 
 #include "dataset/shard_writer.h"
 #include "storage/memory_store.h"
+#include "testing/status_matchers.h"
 
 namespace reel::loader {
 namespace {
@@ -29,7 +30,7 @@ std::vector<std::vector<SampleRef>> PlanAllRanks(const SplitCatalog& c, PlanOpti
   for (int r = 0; r < o.world_size; ++r) {
     o.rank = r;
     auto plan = PlanEpoch(c, o);
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_OK(plan);
     plans.push_back(*plan);
   }
   return plans;
@@ -71,7 +72,7 @@ TEST(SamplePlanTest, PaddingAndDroppingGiveEqualWholeBatchesOnEveryRank) {
   EXPECT_EQ(times.size(), 20u);  // every sample at least once
   int repeats = 0;
   for (const auto& [ref, n] : times) repeats += n - 1;
-  EXPECT_EQ(repeats, 4);         // 24 slots for 20 samples
+  EXPECT_EQ(repeats, 4);  // 24 slots for 20 samples
 
   o.remainder = Remainder::kDrop;
   auto dropped = PlanAllRanks(c, o);
@@ -81,7 +82,7 @@ TEST(SamplePlanTest, PaddingAndDroppingGiveEqualWholeBatchesOnEveryRank) {
     for (const auto& s : plan) EXPECT_TRUE(unique.insert({s.shard, s.record}).second);
   }
   o.batch_size = 8;  // 24 > 20: dropping leaves nothing
-  EXPECT_EQ(PlanEpoch(c, o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(PlanEpoch(c, o), StatusCode::kInvalidArgument);
 }
 
 TEST(SamplePlanTest, DeterministicForSeedAndEpochAndDifferentAcrossEpochs) {
@@ -153,7 +154,7 @@ TEST(SamplePlanTest, ClassBalancedModeOversamplesRareClasses) {
     EXPECT_EQ(plan.size(), 500u);
     for (const auto& s : plan) ++counts[s.label];
   }
-  EXPECT_NEAR(counts[1], 500, 75);  // about half, although only a tenth of the data
+  EXPECT_NEAR(counts[1], 500, 75);       // about half, although only a tenth of the data
   EXPECT_EQ(plans, PlanAllRanks(c, o));  // still deterministic
   o.class_balanced = false;
   counts.clear();
@@ -168,22 +169,22 @@ TEST(SamplePlanTest, OptionsAreValidated) {
   PlanOptions o;
   o.world_size = 2;
   o.rank = 2;
-  EXPECT_EQ(PlanEpoch(c, o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(PlanEpoch(c, o), StatusCode::kInvalidArgument);
   o.rank = 0;
   o.batch_size = 0;
-  EXPECT_EQ(PlanEpoch(c, o).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(PlanEpoch(SplitCatalog{}, PlanOptions{}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(PlanEpoch(c, o), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(PlanEpoch(SplitCatalog{}, PlanOptions{}), StatusCode::kInvalidArgument);
 }
 
 TEST(LoaderStateTest, JsonRoundTripAndErrors) {
   LoaderState s{123456789012345ull, 7, 4096};
   auto back = LoaderState::FromJson(s.ToJson());
-  ASSERT_TRUE(back.ok());
+  ASSERT_OK(back);
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->epoch, 7);
   EXPECT_EQ(back->position, 4096u);
-  EXPECT_EQ(LoaderState::FromJson("{\"seed\": 1}").status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(LoaderState::FromJson("nonsense").status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(LoaderState::FromJson("{\"seed\": 1}"), StatusCode::kDataLoss);
+  EXPECT_STATUS(LoaderState::FromJson("nonsense"), StatusCode::kDataLoss);
 }
 
 TEST(SplitCatalogTest, ReadsShardIndexes) {
@@ -192,7 +193,7 @@ TEST(SplitCatalogTest, ReadsShardIndexes) {
   wo.mode = dataset::DatasetMode::kFrames;
   wo.target_bytes = 16384;  // a few records per shard
   auto writer = dataset::ShardWriter::Create(store, "ds", "train", wo);
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   for (int i = 0; i < 12; ++i) {
     dataset::Record r;
     r.key = "k" + std::to_string(i);
@@ -200,11 +201,11 @@ TEST(SplitCatalogTest, ReadsShardIndexes) {
     r.label_name = "c" + std::to_string(i % 4);
     r.payload = std::string(1500, static_cast<char>(i));
     r.payload_ext = "frames.zst";
-    ASSERT_TRUE((*writer)->AddRecord(r).ok());
+    ASSERT_OK((*writer)->AddRecord(r));
   }
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_OK((*writer)->Finish());
   auto catalog = SplitCatalog::FromIndexes(store, "ds", "train");
-  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  ASSERT_OK(catalog);
   EXPECT_GT(catalog->shards.size(), 1u);
   EXPECT_EQ(catalog->size(), 12u);
   std::vector<int> labels;  // in shard order, then record order: as written

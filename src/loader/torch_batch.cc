@@ -11,8 +11,8 @@ namespace {
 template <typename T>
 at::Tensor Adopt(std::vector<T>&& data, at::IntArrayRef shape, at::ScalarType type) {
   auto* owner = new std::vector<T>(std::move(data));
-  return at::from_blob(owner->data(), shape, [owner](void*) { delete owner; },
-                       at::TensorOptions().dtype(type));
+  return at::from_blob(
+      owner->data(), shape, [owner](void*) { delete owner; }, at::TensorOptions().dtype(type));
 }
 
 template <typename T>
@@ -31,9 +31,11 @@ TensorBatch ToTensors(Batch&& batch) {
   const bool pin = at::hasCUDA();
   TensorBatch out;
   if (!batch.f32.empty()) {
-    out.clips = pin ? Pinned(batch.f32, shape, at::kFloat) : Adopt(std::move(batch.f32), shape, at::kFloat);
+    out.clips =
+        pin ? Pinned(batch.f32, shape, at::kFloat) : Adopt(std::move(batch.f32), shape, at::kFloat);
   } else {
-    out.clips = pin ? Pinned(batch.u8, shape, at::kByte) : Adopt(std::move(batch.u8), shape, at::kByte);
+    out.clips =
+        pin ? Pinned(batch.u8, shape, at::kByte) : Adopt(std::move(batch.u8), shape, at::kByte);
   }
   out.labels = pin ? Pinned(labels, {n}, at::kLong) : Adopt(std::move(labels), {n}, at::kLong);
   return out;

@@ -10,10 +10,14 @@ namespace reel::media::internal {
 
 int SwsFlags(Interpolation interpolation) {
   switch (interpolation) {
-    case Interpolation::kNearest: return SWS_POINT;
-    case Interpolation::kBilinear: return SWS_BILINEAR;
-    case Interpolation::kBicubic: return SWS_BICUBIC;
-    case Interpolation::kArea: return SWS_AREA;
+    case Interpolation::kNearest:
+      return SWS_POINT;
+    case Interpolation::kBilinear:
+      return SWS_BILINEAR;
+    case Interpolation::kBicubic:
+      return SWS_BICUBIC;
+    case Interpolation::kArea:
+      return SWS_AREA;
   }
   return SWS_BILINEAR;
 }
@@ -22,17 +26,17 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
   auto src_format = static_cast<AVPixelFormat>(src->format);
   auto dst_format = static_cast<AVPixelFormat>(dst->format);
   SwsContext* previous = ctx_.get();
-  SwsContext* ctx = sws_getCachedContext(ctx_.release(), src->width, src->height, src_format,
-                                         dst->width, dst->height, dst_format, flags, nullptr,
-                                         nullptr, nullptr);
+  SwsContext* ctx =
+      sws_getCachedContext(ctx_.release(), src->width, src->height, src_format, dst->width,
+                           dst->height, dst_format, flags, nullptr, nullptr, nullptr);
   ctx_.reset(ctx);
   if (ctx == nullptr) {
     const char* from = av_get_pix_fmt_name(src_format);
     const char* to = av_get_pix_fmt_name(dst_format);
-    return InvalidArgumentError(std::string("swscale cannot convert ") + (from ? from : "?") +
-                                " " + std::to_string(src->width) + "x" +
-                                std::to_string(src->height) + " to " + (to ? to : "?") + " " +
-                                std::to_string(dst->width) + "x" + std::to_string(dst->height));
+    return InvalidArgumentError(std::string("swscale cannot convert ") + (from ? from : "?") + " " +
+                                std::to_string(src->width) + "x" + std::to_string(src->height) +
+                                " to " + (to ? to : "?") + " " + std::to_string(dst->width) + "x" +
+                                std::to_string(dst->height));
   }
   if (ctx != previous) colorspace_ = range_ = -1;
   if (src->colorspace != colorspace_ || src->color_range != range_) {
@@ -48,8 +52,8 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
       if (src->color_range != AVCOL_RANGE_UNSPECIFIED) {
         src_full = src->color_range == AVCOL_RANGE_JPEG;
       }
-      sws_setColorspaceDetails(ctx, coefficients, src_full, table, dst_full, brightness,
-                               contrast, saturation);
+      sws_setColorspaceDetails(ctx, coefficients, src_full, table, dst_full, brightness, contrast,
+                               saturation);
     }
     colorspace_ = src->colorspace;
     range_ = src->color_range;
@@ -93,8 +97,7 @@ Result<AVFramePtr> ToAVFrame(const Frame& frame) {
   const uint8_t* src_data[4] = {nullptr, nullptr, nullptr, nullptr};
   int src_linesize[4] = {0, 0, 0, 0};
   ret = av_image_fill_arrays(const_cast<uint8_t**>(src_data), src_linesize, frame.data.data(),
-                             static_cast<AVPixelFormat>(out->format), frame.width, frame.height,
-                             1);
+                             static_cast<AVPixelFormat>(out->format), frame.width, frame.height, 1);
   if (ret < 0) return AvErrorToStatus(ret, "converting");
   av_image_copy(out->data, out->linesize, src_data, src_linesize,
                 static_cast<AVPixelFormat>(out->format), frame.width, frame.height);
@@ -104,12 +107,12 @@ Result<AVFramePtr> ToAVFrame(const Frame& frame) {
 Result<Frame> FromAVFrame(const AVFrame* src, PixelFormat format) {
   auto src_format = static_cast<AVPixelFormat>(src->format);
   AVPixelFormat want = ToAVPixelFormat(format);
-  bool same = src_format == want ||
-              (format == PixelFormat::kYuv420p && src_format == AV_PIX_FMT_YUVJ420P);
+  bool same =
+      src_format == want || (format == PixelFormat::kYuv420p && src_format == AV_PIX_FMT_YUVJ420P);
   if (!same) return InternalError("FromAVFrame: format mismatch");
   Frame out = Frame::Make(src->width, src->height, format);
-  int ret = av_image_copy_to_buffer(out.data.data(), static_cast<int>(out.data.size()),
-                                    src->data, src->linesize, want, src->width, src->height, 1);
+  int ret = av_image_copy_to_buffer(out.data.data(), static_cast<int>(out.data.size()), src->data,
+                                    src->linesize, want, src->width, src->height, 1);
   if (ret < 0) return AvErrorToStatus(ret, "copying a frame");
   return out;
 }

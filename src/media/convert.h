@@ -12,15 +12,14 @@ namespace reel::media::internal {
 
 int SwsFlags(Interpolation interpolation);
 
-
 // A swscale context reused while the geometry stays the same.
 class SwsConverter {
  public:
   // Converts `src` into `dst`, which must have format, width and height set. Without data, its
   // buffer is allocated here; with reference-counted buffers, they are made writable first; with
-  // bare data pointers (no buf), swscale writes into them as they are. The source's colour matrix and range
-  // (src->colorspace, src->color_range) are honoured as FFmpeg's scale filter does; unspecified
-  // means BT.601 limited range.
+  // bare data pointers (no buf), swscale writes into them as they are. The source's colour matrix
+  // and range (src->colorspace, src->color_range) are honoured as FFmpeg's scale filter does;
+  // unspecified means BT.601 limited range.
   Status Convert(const AVFrame* src, AVFrame* dst, int flags);
 
  private:

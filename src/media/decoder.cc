@@ -44,8 +44,7 @@ Status CheckOptions(const DecodeOptions& o) {
   constexpr int kMaxSize = 16384;
   if (o.width > kMaxSize || o.height > kMaxSize || o.short_side > kMaxSize ||
       o.crop_width > kMaxSize || o.crop_height > kMaxSize) {
-    return InvalidArgumentError("DecodeOptions: sizes must be at most " +
-                                std::to_string(kMaxSize));
+    return InvalidArgumentError("DecodeOptions: sizes must be at most " + std::to_string(kMaxSize));
   }
   return Status::Ok();
 }
@@ -102,10 +101,10 @@ class DecoderImpl : public VideoDecoder {
   // the start) up to next_packet_ - 1 without a gap, so any later frame is reachable forward.
   bool positioned_ = false;
   int64_t next_packet_ = 0;
-  int64_t last_output_ = -1;   // presentation index of the last frame the decoder produced
-  int64_t counted_ = 0;        // counting mode: frames produced since the start
-  bool drained_ = false;       // end of stream sent; needs a seek (flush) before more
-  int64_t cursor_ = 0;         // ReadNext
+  int64_t last_output_ = -1;  // presentation index of the last frame the decoder produced
+  int64_t counted_ = 0;       // counting mode: frames produced since the start
+  bool drained_ = false;      // end of stream sent; needs a seek (flush) before more
+  int64_t cursor_ = 0;        // ReadNext
   DecodeStats stats_;
 };
 
@@ -157,10 +156,10 @@ Status DecoderImpl::Init() {
   out_height_ = resized_h;
   if (options_.crop_width > 0) {
     if (options_.crop_width > resized_w || options_.crop_height > resized_h) {
-      return InvalidArgumentError(
-          name + ": crop " + std::to_string(options_.crop_width) + "x" +
-          std::to_string(options_.crop_height) + " is larger than the frame (" +
-          std::to_string(resized_w) + "x" + std::to_string(resized_h) + ")");
+      return InvalidArgumentError(name + ": crop " + std::to_string(options_.crop_width) + "x" +
+                                  std::to_string(options_.crop_height) +
+                                  " is larger than the frame (" + std::to_string(resized_w) + "x" +
+                                  std::to_string(resized_h) + ")");
     }
     out_width_ = options_.crop_width;
     out_height_ = options_.crop_height;
@@ -212,9 +211,8 @@ int64_t DecoderImpl::IdentifyFrame(const AVFrame* frame) {
 
 Result<Frame> DecoderImpl::Convert(const AVFrame* src, int64_t index) {
   auto src_format = static_cast<AVPixelFormat>(src->format);
-  bool same_format = src_format == out_av_format_ ||
-                     (options_.format == PixelFormat::kYuv420p &&
-                      src_format == AV_PIX_FMT_YUVJ420P);
+  bool same_format = src_format == out_av_format_ || (options_.format == PixelFormat::kYuv420p &&
+                                                      src_format == AV_PIX_FMT_YUVJ420P);
   Frame out;
   if (same_format && src->width == scaled_width_ && src->height == scaled_height_) {
     REEL_ASSIGN_OR_RETURN(out, internal::FromAVFrame(src, options_.format));

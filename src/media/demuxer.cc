@@ -41,11 +41,19 @@ int64_t Demuxer::MemoryReader::Seek(void* opaque, int64_t offset, int whence) {
   whence &= ~AVSEEK_FORCE;
   int64_t target;
   switch (whence) {
-    case AVSEEK_SIZE: return r->size;
-    case SEEK_SET: target = offset; break;
-    case SEEK_CUR: target = r->pos + offset; break;
-    case SEEK_END: target = r->size + offset; break;
-    default: return AVERROR(EINVAL);
+    case AVSEEK_SIZE:
+      return r->size;
+    case SEEK_SET:
+      target = offset;
+      break;
+    case SEEK_CUR:
+      target = r->pos + offset;
+      break;
+    case SEEK_END:
+      target = r->size + offset;
+      break;
+    default:
+      return AVERROR(EINVAL);
   }
   if (target < 0 || target > r->size) return AVERROR(EINVAL);
   r->pos = target;
@@ -111,9 +119,9 @@ Status Demuxer::OpenFormat() {
       avformat_free_context(raw);
       return OutOfMemory(name);
     }
-    AVIOContext* avio = avio_alloc_context(buffer, kMemoryBufferSize, /*write_flag=*/0,
-                                           reader_.get(), &MemoryReader::Read, nullptr,
-                                           &MemoryReader::Seek);
+    AVIOContext* avio =
+        avio_alloc_context(buffer, kMemoryBufferSize, /*write_flag=*/0, reader_.get(),
+                           &MemoryReader::Read, nullptr, &MemoryReader::Seek);
     if (avio == nullptr) {
       av_free(buffer);
       avformat_free_context(raw);
@@ -184,9 +192,8 @@ Status Demuxer::Scan() {
   }
   if (t.timestamp_mode) {
     std::vector<int64_t> order = shown;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return t.packets[a].pts < t.packets[b].pts;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return t.packets[a].pts < t.packets[b].pts; });
     for (size_t i = 1; i < order.size(); ++i) {
       if (t.packets[order[i]].pts == t.packets[order[i - 1]].pts) t.timestamp_mode = false;
     }
@@ -409,8 +416,8 @@ VideoInfo Demuxer::Describe() const {
   info.mirrored = o.mirrored;
   info.display_width = o.orientation.transpose ? par->height : par->width;
   info.display_height = o.orientation.transpose ? par->width : par->height;
-  AVRational sar = par->sample_aspect_ratio.num > 0 ? par->sample_aspect_ratio
-                                                    : st->sample_aspect_ratio;
+  AVRational sar =
+      par->sample_aspect_ratio.num > 0 ? par->sample_aspect_ratio : st->sample_aspect_ratio;
   if (sar.num > 0 && sar.den > 0) info.sample_aspect_ratio = {sar.num, sar.den};
 
   info.time_base = {st->time_base.num, st->time_base.den};

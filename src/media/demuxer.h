@@ -21,19 +21,19 @@ namespace reel::media::internal {
 struct PacketEntry {
   int64_t pts = AV_NOPTS_VALUE;
   int64_t dts = AV_NOPTS_VALUE;
-  int64_t pos = -1;       // byte position in the file, -1 when the demuxer does not say
+  int64_t pos = -1;  // byte position in the file, -1 when the demuxer does not say
   int64_t duration = 0;
   bool key = false;
-  bool discard = false;   // AV_PKT_FLAG_DISCARD: decoded but not shown (edit lists)
-  int64_t frame = -1;     // the frame (presentation index) this packet carries; -1 if discarded
+  bool discard = false;  // AV_PKT_FLAG_DISCARD: decoded but not shown (edit lists)
+  int64_t frame = -1;    // the frame (presentation index) this packet carries; -1 if discarded
 };
 
 struct FrameTable {
-  std::vector<PacketEntry> packets;  // file order
-  std::vector<int64_t> frame_ts;     // per frame (presentation order): pts, or dts (counting mode)
-  std::vector<int64_t> frame_packet; // per frame: index into packets
-  std::vector<int64_t> start_packet; // per frame: the keyframe packet to decode from
-  bool timestamp_mode = true;        // frames identified by pts; else by counting from packet 0
+  std::vector<PacketEntry> packets;   // file order
+  std::vector<int64_t> frame_ts;      // per frame (presentation order): pts, or dts (counting mode)
+  std::vector<int64_t> frame_packet;  // per frame: index into packets
+  std::vector<int64_t> start_packet;  // per frame: the keyframe packet to decode from
+  bool timestamp_mode = true;         // frames identified by pts; else by counting from packet 0
 };
 
 class Demuxer {
@@ -97,7 +97,7 @@ class Demuxer {
   std::unordered_map<int64_t, int64_t> by_pos_;  // pos -> packet index (when positions unique)
   std::map<std::pair<int64_t, int64_t>, int64_t> by_ts_;  // (dts, pts) -> index (otherwise)
   bool positions_unique_ = false;
-  AVPacketPtr pending_;          // a packet read by Peek, returned by the next ReadVideoPacket
+  AVPacketPtr pending_;  // a packet read by Peek, returned by the next ReadVideoPacket
   bool has_pending_ = false;
 };
 

@@ -43,11 +43,19 @@ struct OutputBuffer {
     int64_t size = static_cast<int64_t>(b->data.size());
     int64_t target;
     switch (whence) {
-      case AVSEEK_SIZE: return size;
-      case SEEK_SET: target = offset; break;
-      case SEEK_CUR: target = b->pos + offset; break;
-      case SEEK_END: target = size + offset; break;
-      default: return AVERROR(EINVAL);
+      case AVSEEK_SIZE:
+        return size;
+      case SEEK_SET:
+        target = offset;
+        break;
+      case SEEK_CUR:
+        target = b->pos + offset;
+        break;
+      case SEEK_END:
+        target = size + offset;
+        break;
+      default:
+        return AVERROR(EINVAL);
     }
     if (target < 0) return AVERROR(EINVAL);
     b->pos = target;  // writing past the end grows the file (zero-filled gap)
@@ -56,7 +64,9 @@ struct OutputBuffer {
 };
 
 Status CheckOptions(const EncoderOptions& o) {
-  auto bad = [](const std::string& what) { return InvalidArgumentError("EncoderOptions: " + what); };
+  auto bad = [](const std::string& what) {
+    return InvalidArgumentError("EncoderOptions: " + what);
+  };
   if (o.width <= 0 || o.height <= 0 || o.width > kMaxDimension || o.height > kMaxDimension) {
     return bad("size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
                " must be within 1.." + std::to_string(kMaxDimension));
@@ -71,9 +81,8 @@ Status CheckOptions(const EncoderOptions& o) {
   static const char* const kPresets[] = {"ultrafast", "superfast", "veryfast", "faster",
                                          "fast",      "medium",    "slow",     "slower",
                                          "veryslow",  "placebo"};
-  if (std::find_if(std::begin(kPresets), std::end(kPresets), [&](const char* p) {
-        return o.preset == p;
-      }) == std::end(kPresets)) {
+  if (std::find_if(std::begin(kPresets), std::end(kPresets),
+                   [&](const char* p) { return o.preset == p; }) == std::end(kPresets)) {
     return bad("unknown x264 preset '" + o.preset + "'");
   }
   return Status::Ok();
@@ -201,8 +210,8 @@ Status X264Encoder::Add(const Frame& frame) {
     return InvalidArgumentError("VideoEncoder::Add: frames must be RGB24");
   }
   if (frame.width != options_.width || frame.height != options_.height) {
-    return InvalidArgumentError("VideoEncoder::Add: frame is " + std::to_string(frame.width) +
-                                "x" + std::to_string(frame.height) + ", the encoder expects " +
+    return InvalidArgumentError("VideoEncoder::Add: frame is " + std::to_string(frame.width) + "x" +
+                                std::to_string(frame.height) + ", the encoder expects " +
                                 std::to_string(options_.width) + "x" +
                                 std::to_string(options_.height));
   }

@@ -26,14 +26,14 @@
 namespace reel::media {
 
 struct EncoderOptions {
-  int width = 0;              // of the frames passed to Add
+  int width = 0;  // of the frames passed to Add
   int height = 0;
-  int fps_num = 25;           // frame rate as a fraction
+  int fps_num = 25;  // frame rate as a fraction
   int fps_den = 1;
-  int gop = 0;                // keyframe every `gop` frames; 0 = libx264's default
-  int crf = 23;               // quality: 0 lossless .. 51 worst
+  int gop = 0;   // keyframe every `gop` frames; 0 = libx264's default
+  int crf = 23;  // quality: 0 lossless .. 51 worst
   std::string preset = "veryfast";
-  int threads = 1;            // encoder threads; 1 keeps parallelism at the caller's level
+  int threads = 1;                // encoder threads; 1 keeps parallelism at the caller's level
   std::string container = "mp4";  // muxer name: "mp4", "matroska", "avi", ...
 };
 

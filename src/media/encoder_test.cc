@@ -12,6 +12,7 @@
 #include "media/probe.h"
 #include "media/scaler.h"
 #include "media/testing/media_testing.h"
+#include "testing/status_matchers.h"
 
 namespace reel::media {
 namespace {
@@ -40,12 +41,12 @@ EncoderOptions Small() {
 
 TEST(EncoderTest, Mp4WithKeyframesEveryGop) {
   auto bytes = Encode(Small(), 64);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   ASSERT_GT(bytes->size(), 1000u);
   EXPECT_EQ(bytes->substr(4, 4), "ftyp");
 
   auto info = Probe(Input::Memory(*bytes, "synthetic.mp4"));
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->container, "mov,mp4,m4a,3gp,3g2,mj2");
   EXPECT_EQ(info->codec, "h264");
   EXPECT_EQ(info->pixel_format, "yuv420p");
@@ -62,9 +63,9 @@ TEST(EncoderTest, Mp4WithKeyframesEveryGop) {
 
 TEST(EncoderTest, DecodesBackCloseToTheInput) {
   auto bytes = Encode(Small(), 64);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoder = VideoDecoder::Open(Input::Memory(*bytes, "synthetic.mp4"));
-  ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();
+  ASSERT_OK(decoder);
   int64_t n = 0;
   double worst = INFINITY;
   Status s = (*decoder)->ForEachFrame([&](Frame&& f) {
@@ -74,14 +75,14 @@ TEST(EncoderTest, DecodesBackCloseToTheInput) {
     ++n;
     return Status::Ok();
   });
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(n, 64);
   EXPECT_GT(worst, kMinPsnr);
   RecordProperty("worst_psnr_x100", static_cast<int>(worst * 100));
 
   // Random access into the re-encoded file lands on the right frames.
   auto frames = (*decoder)->DecodeFrames({50, 17, 33});
-  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_OK(frames);
   EXPECT_GT(Compare((*frames)[0], GradientFrame(96, 72, 50)).psnr, kMinPsnr);
   EXPECT_GT(Compare((*frames)[1], GradientFrame(96, 72, 17)).psnr, kMinPsnr);
   EXPECT_GT(Compare((*frames)[2], GradientFrame(96, 72, 33)).psnr, kMinPsnr);
@@ -90,7 +91,7 @@ TEST(EncoderTest, DecodesBackCloseToTheInput) {
 TEST(EncoderTest, FfprobeAcceptsTheFile) {
   if (!testing::HaveFfmpegCli()) GTEST_SKIP() << "no ffmpeg command line";
   auto bytes = Encode(Small(), 64);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   char path[] = "/tmp/reel-media-encoder-XXXXXX.mp4";
   int fd = ::mkstemps(path, 4);
   ASSERT_GE(fd, 0);
@@ -99,12 +100,13 @@ TEST(EncoderTest, FfprobeAcceptsTheFile) {
     std::ofstream out(path, std::ios::binary);
     out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   }
-  auto out = testing::RunCommand("ffprobe -v error -select_streams v:0 -count_frames "
-                                 "-show_entries stream=codec_name,width,height,nb_read_frames,"
-                                 "nb_frames -of default=nw=1 " +
-                                 std::string(path) + " 2>&1");
+  auto out = testing::RunCommand(
+      "ffprobe -v error -select_streams v:0 -count_frames "
+      "-show_entries stream=codec_name,width,height,nb_read_frames,"
+      "nb_frames -of default=nw=1 " +
+      std::string(path) + " 2>&1");
   std::remove(path);
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_OK(out);
   EXPECT_NE(out->find("codec_name=h264"), std::string::npos) << *out;
   EXPECT_NE(out->find("width=96"), std::string::npos) << *out;
   EXPECT_NE(out->find("height=72"), std::string::npos) << *out;
@@ -119,15 +121,15 @@ TEST(EncoderTest, OddSizesArePaddedToEven) {
   options.width = 97;
   options.height = 71;
   auto bytes = Encode(options, 8);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto decoder = VideoDecoder::Open(Input::Memory(*bytes, "odd.mp4"));
-  ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();
+  ASSERT_OK(decoder);
   EXPECT_EQ((*decoder)->info().width, 98);
   EXPECT_EQ((*decoder)->info().height, 72);
   auto f = (*decoder)->DecodeFrame(5);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_OK(f);
   auto visible = Crop(*f, 0, 0, 97, 71);
-  ASSERT_TRUE(visible.ok());
+  ASSERT_OK(visible);
   EXPECT_GT(Compare(*visible, GradientFrame(97, 71, 5)).psnr, kMinPsnr);
 }
 
@@ -141,9 +143,9 @@ TEST(EncoderTest, OtherContainersAndDefaults) {
   options.fps_den = 1001;
   options.threads = 2;
   auto bytes = Encode(options, 24);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   auto info = Probe(Input::Memory(*bytes, "clip.mkv"));
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->container, "matroska,webm");
   EXPECT_EQ(info->frame_count, 24);
   EXPECT_EQ(info->keyframes, (std::vector<int64_t>{0}));
@@ -162,7 +164,7 @@ TEST(EncoderTest, OneThreadIsDeterministic) {
     mallopt(M_PERTURB, patterns[k]);
     auto bytes = Encode(options, 30);
     mallopt(M_PERTURB, 0);
-    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    ASSERT_OK(bytes);
     runs[k] = std::move(*bytes);
   }
   EXPECT_TRUE(runs[0] == runs[1]) << "encodes differ with heap pattern 0xa5";
@@ -171,17 +173,17 @@ TEST(EncoderTest, OneThreadIsDeterministic) {
 
 TEST(EncoderTest, ZeroFramesStillMakeAFile) {
   auto encoder = VideoEncoder::Create(Small());
-  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
+  ASSERT_OK(encoder);
   auto bytes = (*encoder)->Finish();
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   EXPECT_FALSE(bytes->empty());
 }
 
 TEST(EncoderTest, DroppingAnUnfinishedEncoderIsClean) {
   // Nothing to assert beyond "no leak, no crash": media_asan_test checks the leak.
   auto encoder = VideoEncoder::Create(Small());
-  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
-  ASSERT_TRUE((*encoder)->Add(GradientFrame(96, 72, 0)).ok());
+  ASSERT_OK(encoder);
+  ASSERT_OK((*encoder)->Add(GradientFrame(96, 72, 0)));
 }
 
 TEST(EncoderErrorsTest, BadOptionsAreInvalidArgument) {
@@ -211,17 +213,17 @@ TEST(EncoderErrorsTest, BadOptionsAreInvalidArgument) {
 
 TEST(EncoderErrorsTest, MisuseIsReported) {
   auto encoder = VideoEncoder::Create(Small());
-  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
-  EXPECT_EQ((*encoder)->Add(GradientFrame(95, 72, 0)).code(), StatusCode::kInvalidArgument);
+  ASSERT_OK(encoder);
+  EXPECT_STATUS((*encoder)->Add(GradientFrame(95, 72, 0)), StatusCode::kInvalidArgument);
   Frame yuv = Frame::Make(96, 72, PixelFormat::kYuv420p);
-  EXPECT_EQ((*encoder)->Add(yuv).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS((*encoder)->Add(yuv), StatusCode::kInvalidArgument);
   Frame short_data = GradientFrame(96, 72, 0);
   short_data.data.resize(100);
-  EXPECT_EQ((*encoder)->Add(short_data).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE((*encoder)->Add(GradientFrame(96, 72, 0)).ok());
-  ASSERT_TRUE((*encoder)->Finish().ok());
-  EXPECT_EQ((*encoder)->Add(GradientFrame(96, 72, 1)).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ((*encoder)->Finish().status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS((*encoder)->Add(short_data), StatusCode::kInvalidArgument);
+  ASSERT_OK((*encoder)->Add(GradientFrame(96, 72, 0)));
+  ASSERT_OK((*encoder)->Finish());
+  EXPECT_STATUS((*encoder)->Add(GradientFrame(96, 72, 1)), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS((*encoder)->Finish(), StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

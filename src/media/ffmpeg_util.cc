@@ -108,9 +108,12 @@ Status AvErrorToStatus(int averror, std::string_view context) {
 
 AVPixelFormat ToAVPixelFormat(PixelFormat format) {
   switch (format) {
-    case PixelFormat::kRgb24: return AV_PIX_FMT_RGB24;
-    case PixelFormat::kGray8: return AV_PIX_FMT_GRAY8;
-    case PixelFormat::kYuv420p: return AV_PIX_FMT_YUV420P;
+    case PixelFormat::kRgb24:
+      return AV_PIX_FMT_RGB24;
+    case PixelFormat::kGray8:
+      return AV_PIX_FMT_GRAY8;
+    case PixelFormat::kYuv420p:
+      return AV_PIX_FMT_YUV420P;
   }
   return AV_PIX_FMT_NONE;
 }

@@ -24,9 +24,12 @@ struct Frame {
   static size_t ByteSize(int width, int height, PixelFormat format) {
     size_t w = static_cast<size_t>(width), h = static_cast<size_t>(height);
     switch (format) {
-      case PixelFormat::kRgb24: return w * h * 3;
-      case PixelFormat::kGray8: return w * h;
-      case PixelFormat::kYuv420p: return w * h + 2 * ((w + 1) / 2) * ((h + 1) / 2);
+      case PixelFormat::kRgb24:
+        return w * h * 3;
+      case PixelFormat::kGray8:
+        return w * h;
+      case PixelFormat::kYuv420p:
+        return w * h + 2 * ((w + 1) / 2) * ((h + 1) / 2);
     }
     return 0;
   }

@@ -21,8 +21,8 @@ OrientationInfo OrientationFromMatrix(const int32_t* m) {
   if (std::fabs(theta - 90) < 1.0) {
     info.rotation = 90;
     info.mirrored = m[3] > 0;
-    o = info.mirrored ? Orientation{true, false, false}   // transpose=cclock_flip
-                      : Orientation{true, true, false};   // transpose=clock
+    o = info.mirrored ? Orientation{true, false, false}  // transpose=cclock_flip
+                      : Orientation{true, true, false};  // transpose=clock
   } else if (std::fabs(theta - 180) < 1.0) {
     info.rotation = 180;
     o.hflip = m[0] < 0;
@@ -31,8 +31,8 @@ OrientationInfo OrientationFromMatrix(const int32_t* m) {
   } else if (std::fabs(theta - 270) < 1.0) {
     info.rotation = 270;
     info.mirrored = m[3] < 0;
-    o = info.mirrored ? Orientation{true, true, true}     // transpose=clock_flip
-                      : Orientation{true, false, true};   // transpose=cclock
+    o = info.mirrored ? Orientation{true, true, true}    // transpose=clock_flip
+                      : Orientation{true, false, true};  // transpose=cclock
   } else if (std::fabs(theta) > 1.0 && std::fabs(theta - 360) > 1.0) {
     // Not a multiple of 90 degrees (FFmpeg would rotate with resampling): the nearest one.
     int r = static_cast<int>(std::lround(theta / 90.0)) % 4 * 90;

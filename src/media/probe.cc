@@ -13,8 +13,7 @@ double VideoInfo::FrameTime(int64_t index) const {
 }
 
 int64_t VideoInfo::NearestFrame(double seconds) const {
-  if (frame_pts.empty() || std::isnan(seconds) || seconds < 0 ||
-      seconds > duration_s + 1e-9) {
+  if (frame_pts.empty() || std::isnan(seconds) || seconds < 0 || seconds > duration_s + 1e-9) {
     return -1;
   }
   // Compare in seconds: frame times are exact multiples of the time base.

@@ -40,25 +40,25 @@ struct VideoInfo {
   int64_t bit_rate = 0;      // of the video stream, bits/s; 0 when unknown
   bool has_audio = false;
 
-  int width = 0;             // of decoded frames as stored (coded size after cropping)
+  int width = 0;  // of decoded frames as stored (coded size after cropping)
   int height = 0;
-  int rotation = 0;          // clockwise degrees to turn frames for display: 0, 90, 180 or 270
-                             // (the display matrix, av_display_rotation_get, rounded to 90)
-  bool mirrored = false;     // the display matrix also flips the picture
-  int display_width = 0;     // width and height after rotation (sample aspect ratio not applied)
+  int rotation = 0;       // clockwise degrees to turn frames for display: 0, 90, 180 or 270
+                          // (the display matrix, av_display_rotation_get, rounded to 90)
+  bool mirrored = false;  // the display matrix also flips the picture
+  int display_width = 0;  // width and height after rotation (sample aspect ratio not applied)
   int display_height = 0;
   Rational sample_aspect_ratio;  // 0/1 when unknown
 
-  Rational frame_rate;       // average frame rate (the container's, else from the scan)
+  Rational frame_rate;               // average frame rate (the container's, else from the scan)
   bool variable_frame_rate = false;  // frame durations differ (scan: by more than 1 tick and 1%)
-  double start_time_s = 0;   // presentation time of the first frame (not always 0)
-  double duration_s = 0;     // from the first frame's start to the last frame's end
+  double start_time_s = 0;           // presentation time of the first frame (not always 0)
+  double duration_s = 0;             // from the first frame's start to the last frame's end
 
-  int64_t frame_count = 0;   // frames in the stream: one per shown packet (packet scan), what a
-                             // full decode of an intact file yields; without a scan the
-                             // container's count, or -1 when it gives none
+  int64_t frame_count = 0;  // frames in the stream: one per shown packet (packet scan), what a
+                            // full decode of an intact file yields; without a scan the
+                            // container's count, or -1 when it gives none
   int64_t container_frame_count = -1;  // what the container header says; -1 when it says nothing
-  bool scanned = false;      // the packet scan ran: frame_count, keyframes and the table are exact
+  bool scanned = false;  // the packet scan ran: frame_count, keyframes and the table are exact
 
   // Frame indices (presentation order) of the keyframes; random access seeks to these.
   std::vector<int64_t> keyframes;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "media/testing/media_testing.h"
+#include "testing/status_matchers.h"
 
 namespace reel::media {
 namespace {
@@ -18,7 +19,7 @@ using testing::SharedVideo;
 
 VideoInfo MustProbe(const std::string& file, const ProbeOptions& options = {}) {
   auto info = Probe(Input::File(SharedVideo(file)), options);
-  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_OK(info);
   return info.ok() ? *info : VideoInfo{};
 }
 
@@ -133,10 +134,10 @@ TEST(ProbeTest, PicksTheBestVideoStreamLikeFfmpegOrTheOneAskedFor) {
   ProbeOptions audio;
   audio.stream_index = 1;
   auto bad = Probe(Input::File(SharedVideo("torchcodec_nasa_13013.mp4")), audio);
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument);
   audio.stream_index = 99;
   bad = Probe(Input::File(SharedVideo("torchcodec_nasa_13013.mp4")), audio);
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument);
 }
 
 TEST(ProbeTest, HeaderOnly) {
@@ -171,27 +172,27 @@ TEST(ProbeTest, MemoryInputsBehaveLikeFiles) {
   std::string bytes = ReadFileOrEmpty(SharedVideo("decord_flipping_a_pancake.mkv"));
   ASSERT_FALSE(bytes.empty());
   auto shared = Probe(Input::Memory(bytes, "raw/pancake.mkv"));
-  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  ASSERT_OK(shared);
   EXPECT_EQ(shared->frame_count, 310);
   EXPECT_EQ(shared->name, "raw/pancake.mkv");
   auto view = Probe(Input::View(bytes));  // no name: the container is recognised by content
-  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_OK(view);
   EXPECT_EQ(view->frame_pts, shared->frame_pts);
   EXPECT_EQ(view->name, "memory");
 }
 
 TEST(ProbeErrorsTest, MissingFileIsNotFound) {
   auto info = Probe(Input::File("/nonexistent/clip.mp4"));
-  EXPECT_EQ(info.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(info, StatusCode::kNotFound);
   EXPECT_NE(info.status().message().find("/nonexistent/clip.mp4"), std::string::npos);
 }
 
 TEST(ProbeErrorsTest, BytesThatAreNoVideoAreDataLoss) {
   auto garbage = Probe(Input::Memory(std::string(4096, '\x5a'), "garbage.bin"));
-  EXPECT_EQ(garbage.status().code(), StatusCode::kDataLoss) << garbage.status().ToString();
+  EXPECT_STATUS(garbage, StatusCode::kDataLoss) << garbage.status().ToString();
   EXPECT_NE(garbage.status().message().find("garbage.bin"), std::string::npos);
   auto empty = Probe(Input::Memory(std::string(), "empty.mp4"));
-  EXPECT_EQ(empty.status().code(), StatusCode::kDataLoss) << empty.status().ToString();
+  EXPECT_STATUS(empty, StatusCode::kDataLoss) << empty.status().ToString();
 }
 
 TEST(ProbeErrorsTest, TruncatedMp4WithoutItsIndexIsDataLoss) {
@@ -199,7 +200,7 @@ TEST(ProbeErrorsTest, TruncatedMp4WithoutItsIndexIsDataLoss) {
   std::string bytes = ReadFileOrEmpty(SharedVideo("mmaction2_test.mp4"));
   ASSERT_FALSE(bytes.empty());
   auto info = Probe(Input::Memory(bytes.substr(0, bytes.size() / 2), "half.mp4"));
-  EXPECT_EQ(info.status().code(), StatusCode::kDataLoss) << info.status().ToString();
+  EXPECT_STATUS(info, StatusCode::kDataLoss) << info.status().ToString();
 }
 
 TEST(ProbeErrorsTest, AudioOnlyIsInvalidArgument) {
@@ -214,10 +215,10 @@ TEST(ProbeErrorsTest, AudioOnlyIsInvalidArgument) {
     return std::string{static_cast<char>(v & 0xff), static_cast<char>(v >> 8)};
   };
   std::string wav = "RIFF" + le32(36 + static_cast<uint32_t>(pcm.size())) + "WAVE" + "fmt " +
-                    le32(16) + le16(1) + le16(1) + le32(8000) + le32(16000) + le16(2) +
-                    le16(16) + "data" + le32(static_cast<uint32_t>(pcm.size())) + pcm;
+                    le32(16) + le16(1) + le16(1) + le32(8000) + le32(16000) + le16(2) + le16(16) +
+                    "data" + le32(static_cast<uint32_t>(pcm.size())) + pcm;
   auto info = Probe(Input::Memory(wav, "tone.wav"));
-  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument) << info.status().ToString();
+  EXPECT_STATUS(info, StatusCode::kInvalidArgument) << info.status().ToString();
   EXPECT_NE(info.status().message().find("no video stream"), std::string::npos);
 }
 

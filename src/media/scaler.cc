@@ -1,12 +1,12 @@
 #include "media/scaler.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "base/check.h"
 #include "media/convert.h"
 #include "media/ffmpeg_util.h"
 
@@ -18,10 +18,14 @@ Orientation Orientation::Rotation(int degrees) {
   int quarter = static_cast<int>(std::lround(degrees / 90.0)) % 4;
   if (quarter < 0) quarter += 4;
   switch (quarter) {
-    case 1: return Orientation{true, true, false};
-    case 2: return Orientation{false, true, true};
-    case 3: return Orientation{true, false, true};
-    default: return Orientation{};
+    case 1:
+      return Orientation{true, true, false};
+    case 2:
+      return Orientation{false, true, true};
+    case 3:
+      return Orientation{true, false, true};
+    default:
+      return Orientation{};
   }
 }
 
@@ -40,15 +44,13 @@ Scaler::Scaler(Scaler&&) noexcept = default;
 Scaler& Scaler::operator=(Scaler&&) noexcept = default;
 Scaler::~Scaler() = default;
 
-Result<Scaler> Scaler::Create(int src_width, int src_height, PixelFormat src_format,
-                              int dst_width, int dst_height, PixelFormat dst_format,
-                              Interpolation interpolation) {
+Result<Scaler> Scaler::Create(int src_width, int src_height, PixelFormat src_format, int dst_width,
+                              int dst_height, PixelFormat dst_format, Interpolation interpolation) {
   internal::EnsureFfmpegLogging();
   if (src_width <= 0 || src_height <= 0 || dst_width <= 0 || dst_height <= 0) {
     return InvalidArgumentError("Scaler: sizes must be positive (" + std::to_string(src_width) +
                                 "x" + std::to_string(src_height) + " -> " +
-                                std::to_string(dst_width) + "x" + std::to_string(dst_height) +
-                                ")");
+                                std::to_string(dst_width) + "x" + std::to_string(dst_height) + ")");
   }
   auto impl = std::make_unique<Impl>();
   impl->src_width = src_width;
@@ -71,10 +73,11 @@ Result<Frame> Scaler::Scale(const Frame& in) {
   REEL_RETURN_IF_ERROR(internal::CheckFrame(in, "Scaler"));
   if (in.width != impl_->src_width || in.height != impl_->src_height ||
       in.format != impl_->src_format) {
-    return InvalidArgumentError("Scaler: frame is " + std::to_string(in.width) + "x" +
-                                std::to_string(in.height) + ", not the size and format given "
-                                "to Create (" + std::to_string(impl_->src_width) + "x" +
-                                std::to_string(impl_->src_height) + ")");
+    return InvalidArgumentError(
+        "Scaler: frame is " + std::to_string(in.width) + "x" + std::to_string(in.height) +
+        ", not the size and format given "
+        "to Create (" +
+        std::to_string(impl_->src_width) + "x" + std::to_string(impl_->src_height) + ")");
   }
   REEL_ASSIGN_OR_RETURN(AVFramePtr src, internal::ToAVFrame(in));
   AVFrame* dst = impl_->dst.get();
@@ -91,8 +94,8 @@ Result<Frame> Scaler::Scale(const Frame& in) {
 }
 
 Result<Frame> Resize(const Frame& in, int width, int height, Interpolation interpolation) {
-  REEL_ASSIGN_OR_RETURN(Scaler scaler, Scaler::Create(in.width, in.height, in.format, width,
-                                                      height, in.format, interpolation));
+  REEL_ASSIGN_OR_RETURN(Scaler scaler, Scaler::Create(in.width, in.height, in.format, width, height,
+                                                      in.format, interpolation));
   return scaler.Scale(in);
 }
 
@@ -102,8 +105,7 @@ Result<Frame> ConvertFormat(const Frame& in, PixelFormat format) {
     return in;
   }
   REEL_ASSIGN_OR_RETURN(Scaler scaler, Scaler::Create(in.width, in.height, in.format, in.width,
-                                                      in.height, format,
-                                                      Interpolation::kBicubic));
+                                                      in.height, format, Interpolation::kBicubic));
   return scaler.Scale(in);
 }
 
@@ -161,9 +163,8 @@ Result<Frame> Crop(const Frame& in, int x, int y, int width, int height) {
       y + height > in.height) {
     return InvalidArgumentError("Crop: window " + std::to_string(width) + "x" +
                                 std::to_string(height) + " at (" + std::to_string(x) + "," +
-                                std::to_string(y) + ") does not fit a " +
-                                std::to_string(in.width) + "x" + std::to_string(in.height) +
-                                " frame");
+                                std::to_string(y) + ") does not fit a " + std::to_string(in.width) +
+                                "x" + std::to_string(in.height) + " frame");
   }
   Frame out = Frame::Make(width, height, in.format);
   out.index = in.index;
@@ -196,7 +197,7 @@ Frame Orient(const Frame& in, Orientation o) {
   out.index = in.index;
   out.timestamp_s = in.timestamp_s;
   // A malformed frame is a caller's bug: checked in debug builds, zeros otherwise.
-  assert(in.data.size() == Frame::ByteSize(in.width, in.height, in.format));
+  REEL_CHECK(in.data.size() == Frame::ByteSize(in.width, in.height, in.format));
   if (in.data.size() != Frame::ByteSize(in.width, in.height, in.format)) return out;
   Plane src[3], dst[3];
   int n = Planes(in.width, in.height, in.format, src);

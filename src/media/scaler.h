@@ -46,8 +46,8 @@ struct Orientation {
 // Reuses its swscale context across calls.
 class Scaler {
  public:
-  static Result<Scaler> Create(int src_width, int src_height, PixelFormat src_format,
-                               int dst_width, int dst_height, PixelFormat dst_format,
+  static Result<Scaler> Create(int src_width, int src_height, PixelFormat src_format, int dst_width,
+                               int dst_height, PixelFormat dst_format,
                                Interpolation interpolation = Interpolation::kBilinear);
   Scaler(Scaler&&) noexcept;
   Scaler& operator=(Scaler&&) noexcept;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "media/testing/media_testing.h"
+#include "testing/status_matchers.h"
 
 namespace reel::media {
 namespace {
@@ -95,7 +96,7 @@ TEST(ScalerTest, ResizeKeepsFlatColoursFlat) {
   for (Interpolation interpolation : {Interpolation::kNearest, Interpolation::kBilinear,
                                       Interpolation::kBicubic, Interpolation::kArea}) {
     auto out = Resize(in, 21, 17, interpolation);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     EXPECT_EQ(out->width, 21);
     EXPECT_EQ(out->height, 17);
     for (size_t i = 0; i < out->data.size(); i += 3) {
@@ -109,52 +110,49 @@ TEST(ScalerTest, ResizeKeepsFlatColoursFlat) {
 TEST(ScalerTest, YuvRoundTripIsClose) {
   Frame in = GradientFrame(96, 72, 5);
   auto yuv = ConvertFormat(in, PixelFormat::kYuv420p);
-  ASSERT_TRUE(yuv.ok()) << yuv.status().ToString();
+  ASSERT_OK(yuv);
   EXPECT_EQ(yuv->data.size(), Frame::ByteSize(96, 72, PixelFormat::kYuv420p));
   auto back = ConvertFormat(*yuv, PixelFormat::kRgb24);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_GT(Compare(in, *back).psnr, 28.0);
   auto gray = ConvertFormat(in, PixelFormat::kGray8);
-  ASSERT_TRUE(gray.ok());
+  ASSERT_OK(gray);
   EXPECT_EQ(gray->data.size(), 96u * 72u);
 }
 
 TEST(ScalerTest, OddSizesWork) {
   Frame in = GradientFrame(33, 17, 1);
   auto yuv = ConvertFormat(in, PixelFormat::kYuv420p);
-  ASSERT_TRUE(yuv.ok()) << yuv.status().ToString();
+  ASSERT_OK(yuv);
   EXPECT_EQ(yuv->data.size(), Frame::ByteSize(33, 17, PixelFormat::kYuv420p));
   auto small = Resize(*yuv, 11, 7);
-  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  ASSERT_OK(small);
   EXPECT_EQ(small->data.size(), Frame::ByteSize(11, 7, PixelFormat::kYuv420p));
 }
 
 TEST(ScalerTest, ReusesItsContextAndChecksInput) {
   auto scaler = Scaler::Create(32, 24, PixelFormat::kRgb24, 16, 12, PixelFormat::kGray8);
-  ASSERT_TRUE(scaler.ok()) << scaler.status().ToString();
+  ASSERT_OK(scaler);
   for (int t = 0; t < 3; ++t) {
     Frame in = GradientFrame(32, 24, t);
     in.index = t;
     auto out = scaler->Scale(in);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_OK(out);
     EXPECT_EQ(out->format, PixelFormat::kGray8);
     EXPECT_EQ(out->index, t);
   }
-  EXPECT_EQ(scaler->Scale(GradientFrame(31, 24, 0)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(scaler->Scale(GradientFrame(31, 24, 0)), StatusCode::kInvalidArgument);
   Frame truncated = GradientFrame(32, 24, 0);
   truncated.data.resize(10);
-  EXPECT_EQ(scaler->Scale(truncated).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(Scaler::Create(0, 24, PixelFormat::kRgb24, 16, 12, PixelFormat::kRgb24)
-                .status()
-                .code(),
+  EXPECT_STATUS(scaler->Scale(truncated), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Scaler::Create(0, 24, PixelFormat::kRgb24, 16, 12, PixelFormat::kRgb24).status().code(),
             StatusCode::kInvalidArgument);
 }
 
 TEST(CropTest, CutsTheWindow) {
   Frame in = CoordinateFrame(10, 8);
   auto c = Crop(in, 3, 2, 4, 5);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->width, 4);
   EXPECT_EQ(c->height, 5);
   EXPECT_EQ(c->Pixel(0, 0)[0], 3);
@@ -162,19 +160,19 @@ TEST(CropTest, CutsTheWindow) {
   EXPECT_EQ(c->Pixel(3, 4)[0], 6);
   EXPECT_EQ(c->Pixel(3, 4)[1], 6);
   auto centre = CenterCrop(in, 4, 4);
-  ASSERT_TRUE(centre.ok());
+  ASSERT_OK(centre);
   EXPECT_EQ(centre->Pixel(0, 0)[0], 3);
   EXPECT_EQ(centre->Pixel(0, 0)[1], 2);
-  EXPECT_EQ(Crop(in, 8, 0, 4, 4).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(CenterCrop(in, 11, 4).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(Crop(in, 0, 0, 0, 4).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(Crop(in, 8, 0, 4, 4), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(CenterCrop(in, 11, 4), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(Crop(in, 0, 0, 0, 4), StatusCode::kInvalidArgument);
 }
 
 TEST(CropTest, YuvOffsetsStayEven) {
   Frame in = Frame::Make(8, 8, PixelFormat::kYuv420p);
   for (size_t i = 0; i < in.data.size(); ++i) in.data[i] = static_cast<uint8_t>(i);
   auto c = Crop(in, 3, 3, 4, 4);  // starts at (2, 2)
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->data[0], in.data[2 * 8 + 2]);
   EXPECT_EQ(c->data[16], in.data[64 + 1 * 4 + 1]);  // U(1, 1)
 }

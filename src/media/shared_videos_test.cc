@@ -22,6 +22,7 @@
 #include "media/decoder.h"
 #include "media/probe.h"
 #include "media/testing/media_testing.h"
+#include "testing/status_matchers.h"
 
 namespace reel::media {
 namespace {
@@ -42,10 +43,10 @@ constexpr double kRgbMeanAbs = 0.5;
 struct VideoCase {
   const char* file;
   const char* codec;
-  int64_t frames;       // what a full decode yields (ffprobe -count_frames)
-  int display_width;    // after rotation
+  int64_t frames;     // what a full decode yields (ffprobe -count_frames)
+  int display_width;  // after rotation
   int display_height;
-  int rotation;         // clockwise degrees
+  int rotation;  // clockwise degrees
   bool corrupt = false;
 };
 
@@ -88,7 +89,7 @@ class SharedVideoTest : public ::testing::TestWithParam<VideoCase> {
 TEST_P(SharedVideoTest, ProbeReportsTheFacts) {
   const VideoCase& c = GetParam();
   auto info = Probe(Input::File(path_));
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->codec, c.codec);
   EXPECT_EQ(info->frame_count, c.frames);
   EXPECT_EQ(static_cast<int64_t>(info->frame_pts.size()), c.frames);
@@ -109,7 +110,7 @@ TEST_P(SharedVideoTest, ProbeReportsTheFacts) {
 
   // The same from memory (and the name is what errors will carry).
   auto memory = Probe(Input::Memory(testing::ReadFileOrEmpty(path_), c.file));
-  ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+  ASSERT_OK(memory);
   EXPECT_EQ(memory->frame_pts, info->frame_pts);
   EXPECT_EQ(memory->keyframes, info->keyframes);
   EXPECT_EQ(memory->codec, info->codec);
@@ -119,18 +120,18 @@ TEST_P(SharedVideoTest, ProbeReportsTheFacts) {
 TEST_P(SharedVideoTest, FrameCountMatchesFfprobeWhereTheContainerHasNone) {
   const VideoCase& c = GetParam();
   auto info = Probe(Input::File(path_));
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   if (info->container_frame_count >= 0) {
     // The container's count is the packet count; edit lists may hide some (discarded) packets.
     EXPECT_GE(info->container_frame_count, info->frame_count);
     return;
   }
   if (!testing::HaveFfmpegCli()) GTEST_SKIP() << "no ffmpeg command line";
-  auto out = testing::RunCommand(
-      "ffprobe -v error -select_streams " + std::to_string(info->stream_index) +
-      " -count_frames -show_entries stream=nb_read_frames -of csv=p=0 " +
-      testing::ShellQuote(path_));
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto out =
+      testing::RunCommand("ffprobe -v error -select_streams " + std::to_string(info->stream_index) +
+                          " -count_frames -show_entries stream=nb_read_frames -of csv=p=0 " +
+                          testing::ShellQuote(path_));
+  ASSERT_OK(out);
   EXPECT_EQ(std::stoll(*out), c.frames);
 }
 
@@ -154,7 +155,7 @@ TEST_P(SharedVideoTest, DecodesLikeFfmpeg) {
   native_options.format = PixelFormat::kYuv420p;
   native_options.autorotate = false;
   auto native = VideoDecoder::Open(Input::File(path_), native_options);
-  ASSERT_TRUE(native.ok()) << native.status().ToString();
+  ASSERT_OK(native);
   const VideoInfo& info = (*native)->info();
   std::vector<int64_t> indices = FramesToCheck(info);
 
@@ -166,10 +167,10 @@ TEST_P(SharedVideoTest, DecodesLikeFfmpeg) {
     outputs.push_back({PixelFormat::kYuv420p, true, c.display_width, c.display_height});
   }
   auto reference = FfmpegFrames(path_, info.stream_index, indices, outputs);
-  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ASSERT_OK(reference);
 
   auto ours = (*native)->DecodeFrames(indices);
-  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  ASSERT_OK(ours);
   for (size_t k = 0; k < indices.size(); ++k) {
     const Frame& f = (*ours)[k];
     EXPECT_EQ(f.index, indices[k]);
@@ -182,11 +183,11 @@ TEST_P(SharedVideoTest, DecodesLikeFfmpeg) {
   }
 
   auto rgb = VideoDecoder::Open(Input::Memory(testing::ReadFileOrEmpty(path_), c.file));
-  ASSERT_TRUE(rgb.ok()) << rgb.status().ToString();
+  ASSERT_OK(rgb);
   ASSERT_EQ((*rgb)->output_width(), c.display_width);
   ASSERT_EQ((*rgb)->output_height(), c.display_height);
   auto rgb_frames = (*rgb)->DecodeFrames(indices);
-  ASSERT_TRUE(rgb_frames.ok()) << rgb_frames.status().ToString();
+  ASSERT_OK(rgb_frames);
   for (size_t k = 0; k < indices.size(); ++k) {
     auto d = Compare((*rgb_frames)[k], (*reference)[1][k]);
     EXPECT_LE(d.max_abs, kRgbMaxAbs) << "RGB frame " << indices[k];
@@ -200,9 +201,9 @@ TEST_P(SharedVideoTest, DecodesLikeFfmpeg) {
     DecodeOptions rotated_options;
     rotated_options.format = PixelFormat::kYuv420p;
     auto rotated = VideoDecoder::Open(Input::File(path_), rotated_options);
-    ASSERT_TRUE(rotated.ok()) << rotated.status().ToString();
+    ASSERT_OK(rotated);
     auto frames = (*rotated)->DecodeFrames(indices);
-    ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+    ASSERT_OK(frames);
     for (size_t k = 0; k < indices.size(); ++k) {
       EXPECT_EQ((*frames)[k].width, c.display_width);
       EXPECT_EQ(Compare((*frames)[k], (*reference)[2][k]).max_abs, 0)
@@ -221,14 +222,14 @@ TEST_P(SharedVideoTest, SequentialAndRandomAccessAgree) {
   options.format = PixelFormat::kGray8;  // cheap to convert and compare
   options.short_side = 48;
   auto decoder = VideoDecoder::Open(Input::File(path_), options);
-  ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();
+  ASSERT_OK(decoder);
   std::vector<Frame> all;
   Status s = (*decoder)->ForEachFrame([&](Frame&& f) {
     EXPECT_EQ(f.index, static_cast<int64_t>(all.size()));
     all.push_back(std::move(f));
     return Status::Ok();
   });
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   ASSERT_EQ(static_cast<int64_t>(all.size()), c.frames);
   DecodeStats stats = (*decoder)->stats();
   EXPECT_EQ(stats.seeks, 0);
@@ -239,9 +240,9 @@ TEST_P(SharedVideoTest, SequentialAndRandomAccessAgree) {
   std::vector<int64_t> request = {n - 1, 0};
   for (int k = 0; k < 5; ++k) request.push_back(static_cast<int64_t>(rng() % n));
   auto random = VideoDecoder::Open(Input::File(path_), options);
-  ASSERT_TRUE(random.ok()) << random.status().ToString();
+  ASSERT_OK(random);
   auto frames = (*random)->DecodeFrames(request);
-  ASSERT_TRUE(frames.ok()) << frames.status().ToString();
+  ASSERT_OK(frames);
   for (size_t k = 0; k < request.size(); ++k) {
     EXPECT_EQ((*frames)[k].index, request[k]);
     EXPECT_EQ((*frames)[k].data, all[request[k]].data) << "frame " << request[k];
@@ -250,7 +251,7 @@ TEST_P(SharedVideoTest, SequentialAndRandomAccessAgree) {
   std::vector<int64_t> backwards = {n - 1, n / 2, n / 3, 0};
   for (int64_t i : backwards) {
     auto f = (*random)->DecodeFrame(i);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_OK(f);
     EXPECT_EQ(f->data, all[i].data) << "frame " << i << " (going backwards)";
   }
 }
@@ -271,38 +272,38 @@ TEST(SharedVideoCorruptTest, CorruptVideoIsReported) {
   const std::string path = SharedVideo(c.file);
   ASSERT_FALSE(testing::ReadFileOrEmpty(path).empty()) << "missing " << path;
   auto decoder = VideoDecoder::Open(Input::File(path));
-  ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();  // the container itself is intact
+  ASSERT_OK(decoder);  // the container itself is intact
   // The first frames decode; a full decode stops at the corrupt packet with DataLoss naming it.
   auto first = (*decoder)->DecodeFrame(0);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_OK(first);
   int64_t delivered = 0;
   Status s = (*decoder)->ForEachFrame([&](Frame&&) {
     ++delivered;
     return Status::Ok();
   });
-  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_STATUS(s, StatusCode::kDataLoss) << s.ToString();
   EXPECT_NE(s.message().find(c.file), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("frame 30"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("Invalid data"), std::string::npos) << s.message();
   EXPECT_LT(delivered, c.frames);
   // Random access past the damage fails the same way, and the decoder stays usable.
   auto last = (*decoder)->DecodeFrame(c.frames - 1);
-  EXPECT_EQ(last.status().code(), StatusCode::kDataLoss) << last.status().ToString();
+  EXPECT_STATUS(last, StatusCode::kDataLoss) << last.status().ToString();
   auto again = (*decoder)->DecodeFrame(1);
-  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_OK(again);
 
   // Tolerant sequential reading skips what cannot be decoded.
   DecodeOptions tolerant;
   tolerant.skip_corrupt = true;
   tolerant.format = PixelFormat::kGray8;
   auto skipping = VideoDecoder::Open(Input::File(path), tolerant);
-  ASSERT_TRUE(skipping.ok()) << skipping.status().ToString();
+  ASSERT_OK(skipping);
   int64_t count = 0;
   s = (*skipping)->ForEachFrame([&](Frame&&) {
     ++count;
     return Status::Ok();
   });
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_OK(s);
   EXPECT_EQ(count, 49);  // what ffprobe -count_frames decodes: all but the corrupt frame 30
   EXPECT_GT((*skipping)->stats().corrupt_packets, 0);
 }

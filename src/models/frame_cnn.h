@@ -11,7 +11,7 @@ namespace reel::models {
 
 struct FrameCnnOptions {
   int num_classes = 400;
-  int width = 32;          // channels of the first stage; 2x and 4x after
+  int width = 32;  // channels of the first stage; 2x and 4x after
   bool centre_frame_only = false;
 };
 

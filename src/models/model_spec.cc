@@ -22,7 +22,8 @@ Result<ModelSpec> ModelSpecFromConfig(const ConfigNode& node) {
   REEL_ASSIGN_OR_RETURN(int64_t classes, node.GetInt("num_classes"));
   REEL_ASSIGN_OR_RETURN(int64_t width, node.GetInt("width", 0));
   if (classes < 1) return node.Child("num_classes").value().Error("num_classes must be at least 1");
-  if (width < 0 || width > 1024) return node.Child("width").value().Error("width must be in [1, 1024]");
+  if (width < 0 || width > 1024)
+    return node.Child("width").value().Error("width must be in [1, 1024]");
   spec.num_classes = static_cast<int>(classes);
   spec.width = static_cast<int>(width);
   if (node.Has("layers")) {

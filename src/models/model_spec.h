@@ -23,7 +23,7 @@ namespace reel::models {
 struct ModelSpec {
   std::string name = "r2plus1d_18";
   int num_classes = 400;
-  int width = 0;                          // 0: the architecture's default
+  int width = 0;  // 0: the architecture's default
   std::array<int, 4> layers = {2, 2, 2, 2};
 };
 

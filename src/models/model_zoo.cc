@@ -19,10 +19,14 @@ Result<torch::nn::AnyModule> BuildModel(const ModelSpec& spec) {
   o.num_classes = spec.num_classes;
   bool torchvision = n.size() > 3 && n.substr(n.size() - 3) == "_18";
   std::string base = torchvision ? n.substr(0, n.size() - 3) : n;
-  if (base == "r3d") o.arch = VideoArch::kR3D;
-  else if (base == "mc3") o.arch = VideoArch::kMC3;
-  else if (base == "r2plus1d") o.arch = VideoArch::kR2Plus1D;
-  else return InvalidArgumentError("unknown model '" + n + "'");
+  if (base == "r3d")
+    o.arch = VideoArch::kR3D;
+  else if (base == "mc3")
+    o.arch = VideoArch::kMC3;
+  else if (base == "r2plus1d")
+    o.arch = VideoArch::kR2Plus1D;
+  else
+    return InvalidArgumentError("unknown model '" + n + "'");
   if (!torchvision) {
     if (spec.width > 0) o.width = spec.width;
     o.layers = spec.layers;

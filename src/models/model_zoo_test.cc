@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace reel::models {
 namespace {
 
@@ -15,7 +17,7 @@ TEST(ModelZooTest, EveryNamedModelMapsClipsToLogits) {
     spec.width = name.find("_18") == std::string::npos ? 8 : 0;
     spec.layers = {1, 1, 1, 1};
     auto model = BuildModel(spec);
-    ASSERT_TRUE(model.ok()) << name << ": " << model.status().ToString();
+    ASSERT_OK(model) << name << ": " << model.status().ToString();
     model->ptr()->eval();
     torch::Tensor y = model->forward(x);
     EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 5})) << name;
@@ -34,7 +36,9 @@ TEST(ModelZooTest, FrameModelsCannotTellTimeReversedClipsApart) {
     auto model = BuildModel(spec).value();
     model.ptr()->eval();
     torch::Tensor a = model.forward(x), b = model.forward(reversed);
-    if (std::string(name) == "tsn") EXPECT_LT((a - b).abs().max().item<double>(), 1e-5);
+    if (std::string(name) == "tsn") {
+      EXPECT_LT((a - b).abs().max().item<double>(), 1e-5);
+    }
   }
   ModelSpec video;
   video.name = "r2plus1d";
@@ -48,21 +52,28 @@ TEST(ModelZooTest, FrameModelsCannotTellTimeReversedClipsApart) {
 
 TEST(ModelZooTest, ConfigErrorsNameTheKey) {
   auto config = ConfigNode::LoadString("model:\n  name: r4d\n  num_classes: 8\n", "train.yaml");
-  ASSERT_TRUE(config.ok());
+  ASSERT_OK(config);
   auto spec = ModelSpecFromConfig(config->Child("model").value());
-  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(spec.status().message().find("train.yaml:2"), std::string::npos) << spec.status().ToString();
+  EXPECT_STATUS(spec, StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find("train.yaml:2"), std::string::npos)
+      << spec.status().ToString();
   EXPECT_NE(spec.status().message().find("unknown model 'r4d'"), std::string::npos);
 
-  config = ConfigNode::LoadString("model:\n  name: r2plus1d\n  num_classes: 8\n  layers: [1, 1]\n", "t.yaml");
-  EXPECT_NE(ModelSpecFromConfig(config->Child("model").value()).status().message().find("4 block counts"),
-            std::string::npos);
+  config = ConfigNode::LoadString("model:\n  name: r2plus1d\n  num_classes: 8\n  layers: [1, 1]\n",
+                                  "t.yaml");
+  EXPECT_NE(
+      ModelSpecFromConfig(config->Child("model").value()).status().message().find("4 block counts"),
+      std::string::npos);
   config = ConfigNode::LoadString("model:\n  name: tsn\n  num_classes: 8\n  widht: 4\n", "t.yaml");
-  EXPECT_NE(ModelSpecFromConfig(config->Child("model").value()).status().message().find("unknown key 'model.widht'"),
+  EXPECT_NE(ModelSpecFromConfig(config->Child("model").value())
+                .status()
+                .message()
+                .find("unknown key 'model.widht'"),
             std::string::npos);
-  config = ConfigNode::LoadString("model:\n  name: r3d\n  num_classes: 8\n  width: 12\n  layers: [1, 2, 1, 1]\n", "t.yaml");
+  config = ConfigNode::LoadString(
+      "model:\n  name: r3d\n  num_classes: 8\n  width: 12\n  layers: [1, 2, 1, 1]\n", "t.yaml");
   auto ok = ModelSpecFromConfig(config->Child("model").value());
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->width, 12);
   EXPECT_EQ(ok->layers[1], 2);
 }

@@ -28,7 +28,8 @@ size_t DtypeSize(std::string_view dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2")
+    return 1;
   return 0;
 }
 
@@ -37,14 +38,16 @@ Result<std::string> WriteSafetensors(const SafetensorsFile& file) {
   uint64_t offset = 0;
   for (const auto& [name, t] : file.tensors) {
     size_t width = DtypeSize(t.dtype);
-    if (width == 0) return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + t.dtype + "'");
+    if (width == 0)
+      return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + t.dtype + "'");
     REEL_ASSIGN_OR_RETURN(uint64_t n, Elements(t.shape, name));
     if (n * width != t.data.size()) {
       return InvalidArgumentError("tensor '" + name + "': " + std::to_string(t.data.size()) +
                                   " bytes for " + std::to_string(n) + " elements of " + t.dtype);
     }
     offset = (offset + 7) / 8 * 8;
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
@@ -52,7 +55,8 @@ Result<std::string> WriteSafetensors(const SafetensorsFile& file) {
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string out(8, '\0');
   uint64_t length = text.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
   out += text;
   const size_t base = out.size();
   out.resize(base + offset, '\0');
@@ -67,8 +71,10 @@ Result<SafetensorsFile> ReadSafetensors(std::string_view bytes, std::string_view
   auto bad = [&](const std::string& why) { return DataLossError(std::string(what) + ": " + why); };
   if (bytes.size() < 8) return bad("shorter than the 8-byte header length");
   uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
-  if (length > bytes.size() - 8) return bad("header length " + std::to_string(length) + " runs past the file");
+  for (int i = 7; i >= 0; --i)
+    length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+  if (length > bytes.size() - 8)
+    return bad("header length " + std::to_string(length) + " runs past the file");
   json header = json::parse(bytes.substr(8, length), nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return bad("the header is not a JSON object");
   const std::string_view buffer = bytes.substr(8 + length);
@@ -105,16 +111,19 @@ Result<SafetensorsFile> ReadSafetensors(std::string_view bytes, std::string_view
       return bad("tensor '" + name + "' has bad data_offsets");
     }
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (begin > end || end > buffer.size()) return bad("tensor '" + name + "' lies outside the data");
+    if (begin > end || end > buffer.size())
+      return bad("tensor '" + name + "' lies outside the data");
     auto n = Elements(t.shape, name);
     if (!n.ok() || *n * width != end - begin) {
-      return bad("tensor '" + name + "': " + std::to_string(end - begin) + " bytes do not hold its shape of " + t.dtype);
+      return bad("tensor '" + name + "': " + std::to_string(end - begin) +
+                 " bytes do not hold its shape of " + t.dtype);
     }
     t.data = std::string(buffer.substr(begin, end - begin));
     spans.push_back({begin, end, name});
     file.tensors.emplace(name, std::move(t));
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < spans.size(); ++i) {
     if (spans[i].begin < spans[i - 1].end) {
       return bad("tensors '" + spans[i - 1].name + "' and '" + spans[i].name + "' overlap");

@@ -17,14 +17,14 @@
 namespace reel::models {
 
 struct TensorBytes {
-  std::string dtype;           // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
+  std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
   std::vector<int64_t> shape;  // [] for a scalar
   std::string data;            // little-endian, row-major; size = elements * dtype size
 };
 
 struct SafetensorsFile {
-  std::map<std::string, TensorBytes> tensors;     // by name
-  std::map<std::string, std::string> metadata;    // "__metadata__" (string values only)
+  std::map<std::string, TensorBytes> tensors;   // by name
+  std::map<std::string, std::string> metadata;  // "__metadata__" (string values only)
 };
 
 // Bytes per element of a dtype name; 0 for an unknown one.
@@ -38,6 +38,7 @@ Result<std::string> WriteSafetensors(const SafetensorsFile& file);
 // Errors: DataLoss for anything malformed: a header length past the end, bad JSON, unknown
 // dtypes, offsets outside the buffer, overlapping or out-of-order tensors, sizes that do not
 // match shape x dtype, or bytes left over. `what` names the source in messages.
-Result<SafetensorsFile> ReadSafetensors(std::string_view bytes, std::string_view what = "safetensors");
+Result<SafetensorsFile> ReadSafetensors(std::string_view bytes,
+                                        std::string_view what = "safetensors");
 
 }  // namespace reel::models

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "base/testing/shell.h"
+#include "testing/shell.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::models {
 namespace {
@@ -32,12 +34,12 @@ TEST(SafetensorsTest, RoundTripKeepsTensorsAndMetadata) {
   file.tensors["bn.num_batches_tracked"] = steps;
   file.metadata["format"] = "pt";
   auto bytes = WriteSafetensors(file);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  ASSERT_OK(bytes);
   uint64_t header = 0;
   std::memcpy(&header, bytes->data(), 8);
   EXPECT_EQ(header % 8, 0u);
   auto back = ReadSafetensors(*bytes);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   ASSERT_EQ(back->tensors.size(), 3u);
   EXPECT_EQ(back->tensors["fc.weight"].shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(back->tensors["fc.weight"].data, file.tensors["fc.weight"].data);
@@ -46,8 +48,8 @@ TEST(SafetensorsTest, RoundTripKeepsTensorsAndMetadata) {
 }
 
 TEST(SafetensorsTest, ReadsWhatPythonWritesAndPythonReadsWhatWeWrite) {
-  char dir[] = "/tmp/reel-st-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  reel::testing::TempDir dir_owner;
+  const std::string dir = dir_owner.path();
   const std::string from_python = std::string(dir) + "/py.safetensors";
   // The format written by hand in Python, as the reference library lays it out.
   const std::string script =
@@ -62,12 +64,13 @@ TEST(SafetensorsTest, ReadsWhatPythonWritesAndPythonReadsWhatWeWrite) {
       "h += b' ' * ((8 - len(h) % 8) % 8)\n"
       "open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + w.tobytes() + b.tobytes())\n";
   std::ofstream(std::string(dir) + "/write.py") << script;
-  auto run = testing::RunCommand("/usr/bin/python3 " + std::string(dir) + "/write.py " + from_python);
+  auto run =
+      testing::RunCommand("/usr/bin/python3 " + std::string(dir) + "/write.py " + from_python);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::ifstream in(from_python, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   auto file = ReadSafetensors(bytes, from_python);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_OK(file);
   float w[6];
   std::memcpy(w, file->tensors["w"].data.data(), 24);
   EXPECT_FLOAT_EQ(w[5], 1.25f);
@@ -77,7 +80,7 @@ TEST(SafetensorsTest, ReadsWhatPythonWritesAndPythonReadsWhatWeWrite) {
 
   const std::string from_us = std::string(dir) + "/ours.safetensors";
   auto ours = WriteSafetensors(*file);
-  ASSERT_TRUE(ours.ok());
+  ASSERT_OK(ours);
   std::ofstream(from_us, std::ios::binary) << *ours;
   const std::string check =
       "import json, struct, sys\n"
@@ -100,11 +103,11 @@ TEST(SafetensorsTest, MalformedFilesAreDataLoss) {
   file.tensors["a"] = Floats({2}, {1, 2});
   file.tensors["b"] = Floats({1}, {3});
   std::string good = WriteSafetensors(file).value();
-  EXPECT_EQ(ReadSafetensors(good.substr(0, 5)).status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(ReadSafetensors(good.substr(0, good.size() - 1)).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(ReadSafetensors(good.substr(0, 5)), StatusCode::kDataLoss);
+  EXPECT_STATUS(ReadSafetensors(good.substr(0, good.size() - 1)), StatusCode::kDataLoss);
   std::string huge = good;
   huge[7] = 0x7f;  // header length far past the end
-  EXPECT_EQ(ReadSafetensors(huge).status().code(), StatusCode::kDataLoss);
+  EXPECT_STATUS(ReadSafetensors(huge), StatusCode::kDataLoss);
   auto with_header = [](const std::string& json, size_t data_bytes) {
     std::string out(8, '\0');
     uint64_t n = json.size();
@@ -112,16 +115,19 @@ TEST(SafetensorsTest, MalformedFilesAreDataLoss) {
     return out + json + std::string(data_bytes, '\0');
   };
   auto overlap = ReadSafetensors(with_header(
-      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12));
-  EXPECT_EQ(overlap.status().code(), StatusCode::kDataLoss);
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      12));
+  EXPECT_STATUS(overlap, StatusCode::kDataLoss);
   EXPECT_NE(overlap.status().message().find("overlap"), std::string::npos);
-  auto wrong_size = ReadSafetensors(with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8));
-  EXPECT_EQ(wrong_size.status().code(), StatusCode::kDataLoss);
-  auto dtype = ReadSafetensors(with_header(R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}})", 1));
+  auto wrong_size =
+      ReadSafetensors(with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8));
+  EXPECT_STATUS(wrong_size, StatusCode::kDataLoss);
+  auto dtype =
+      ReadSafetensors(with_header(R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}})", 1));
   EXPECT_NE(dtype.status().message().find("unknown dtype 'Q7'"), std::string::npos);
   SafetensorsFile bad;
   bad.tensors["x"] = Floats({3}, {1, 2});  // 8 bytes for 3 floats
-  EXPECT_EQ(WriteSafetensors(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(WriteSafetensors(bad), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -8,17 +8,28 @@ namespace reel::models {
 
 std::string DtypeName(torch::ScalarType type) {
   switch (type) {
-    case torch::kFloat: return "F32";
-    case torch::kDouble: return "F64";
-    case torch::kHalf: return "F16";
-    case torch::kBFloat16: return "BF16";
-    case torch::kLong: return "I64";
-    case torch::kInt: return "I32";
-    case torch::kShort: return "I16";
-    case torch::kChar: return "I8";
-    case torch::kByte: return "U8";
-    case torch::kBool: return "BOOL";
-    default: return "";
+    case torch::kFloat:
+      return "F32";
+    case torch::kDouble:
+      return "F64";
+    case torch::kHalf:
+      return "F16";
+    case torch::kBFloat16:
+      return "BF16";
+    case torch::kLong:
+      return "I64";
+    case torch::kInt:
+      return "I32";
+    case torch::kShort:
+      return "I16";
+    case torch::kChar:
+      return "I8";
+    case torch::kByte:
+      return "U8";
+    case torch::kBool:
+      return "BOOL";
+    default:
+      return "";
   }
 }
 
@@ -26,9 +37,10 @@ namespace {
 
 bool ScalarTypeOf(const std::string& dtype, torch::ScalarType* type) {
   static const std::pair<const char*, torch::ScalarType> kTypes[] = {
-      {"F32", torch::kFloat}, {"F64", torch::kDouble}, {"F16", torch::kHalf}, {"BF16", torch::kBFloat16},
-      {"I64", torch::kLong},  {"I32", torch::kInt},    {"I16", torch::kShort}, {"I8", torch::kChar},
-      {"U8", torch::kByte},   {"BOOL", torch::kBool}};
+      {"F32", torch::kFloat},     {"F64", torch::kDouble}, {"F16", torch::kHalf},
+      {"BF16", torch::kBFloat16}, {"I64", torch::kLong},   {"I32", torch::kInt},
+      {"I16", torch::kShort},     {"I8", torch::kChar},    {"U8", torch::kByte},
+      {"BOOL", torch::kBool}};
   for (const auto& [name, t] : kTypes) {
     if (dtype == name) {
       *type = t;
@@ -65,26 +77,32 @@ Result<torch::Tensor> FromTensorBytes(const TensorBytes& bytes, const std::strin
 
 Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file) {
   torch::NoGradGuard no_grad;
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;  // target, source: applied once all check out
+  std::vector<std::pair<torch::Tensor, torch::Tensor>>
+      copies;  // target, source: applied once all check out
   std::set<std::string> used;
   auto check = [&](const std::string& name, const torch::Tensor& target) -> Status {
     auto it = file.tensors.find(name);
-    if (it == file.tensors.end()) return InvalidArgumentError("weights: missing tensor '" + name + "'");
+    if (it == file.tensors.end())
+      return InvalidArgumentError("weights: missing tensor '" + name + "'");
     const TensorBytes& t = it->second;
     if (t.dtype != DtypeName(target.scalar_type())) {
-      return InvalidArgumentError("weights: tensor '" + name + "' is " + t.dtype + ", the model wants " +
-                                  DtypeName(target.scalar_type()));
+      return InvalidArgumentError("weights: tensor '" + name + "' is " + t.dtype +
+                                  ", the model wants " + DtypeName(target.scalar_type()));
     }
     if (std::vector<int64_t>(target.sizes().begin(), target.sizes().end()) != t.shape) {
-      return InvalidArgumentError("weights: tensor '" + name + "' has another shape than the model's");
+      return InvalidArgumentError("weights: tensor '" + name +
+                                  "' has another shape than the model's");
     }
-    REEL_ASSIGN_OR_RETURN(torch::Tensor source, FromTensorBytes(t, "weights: tensor '" + name + "'"));
+    REEL_ASSIGN_OR_RETURN(torch::Tensor source,
+                          FromTensorBytes(t, "weights: tensor '" + name + "'"));
     copies.emplace_back(target, std::move(source));
     used.insert(name);
     return Status::Ok();
   };
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) REEL_RETURN_IF_ERROR(check(p.key(), p.value()));
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) REEL_RETURN_IF_ERROR(check(b.key(), b.value()));
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    REEL_RETURN_IF_ERROR(check(p.key(), p.value()));
+  for (const auto& b : module.named_buffers(/*recurse=*/true))
+    REEL_RETURN_IF_ERROR(check(b.key(), b.value()));
   for (const auto& [name, t] : file.tensors) {
     if (!used.count(name)) return InvalidArgumentError("weights: unexpected tensor '" + name + "'");
   }
@@ -94,7 +112,8 @@ Status LoadStateDict(torch::nn::Module& module, const SafetensorsFile& file) {
 
 SafetensorsFile SaveStateDict(const torch::nn::Module& module) {
   SafetensorsFile file;
-  for (const auto& p : module.named_parameters(true)) file.tensors[p.key()] = ToTensorBytes(p.value());
+  for (const auto& p : module.named_parameters(true))
+    file.tensors[p.key()] = ToTensorBytes(p.value());
   for (const auto& b : module.named_buffers(true)) file.tensors[b.key()] = ToTensorBytes(b.value());
   return file;
 }

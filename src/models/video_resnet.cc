@@ -28,14 +28,16 @@ TORCH_MODULE(Conv2Plus1D);
 // -> 16 35 against 11 ms; [288, 1, 7, 7] -> 128 5.4 against 1.2 ms; no shape measured slower.
 class TemporalConvImpl : public nn::Module {
  public:
-  TemporalConvImpl(int in, int out, int kernel, int stride, int padding) : stride_(stride), padding_(padding) {
+  TemporalConvImpl(int in, int out, int kernel, int stride, int padding)
+      : stride_(stride), padding_(padding) {
     weight = register_parameter("weight", torch::empty({out, in, kernel, 1, 1}));
     nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   }
   torch::Tensor forward(torch::Tensor x) {
     const auto b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
-    torch::Tensor y = torch::conv2d(x.reshape({b, c, t, h * w}), weight.squeeze(-1),
-                                    /*bias=*/{}, /*stride=*/{stride_, 1}, /*padding=*/{padding_, 0});
+    torch::Tensor y =
+        torch::conv2d(x.reshape({b, c, t, h * w}), weight.squeeze(-1),
+                      /*bias=*/{}, /*stride=*/{stride_, 1}, /*padding=*/{padding_, 0});
     return y.view({b, y.size(1), y.size(2), h, w});
   }
   torch::Tensor weight;
@@ -53,8 +55,9 @@ nn::AnyModule ConvBuilder(VideoArch arch, bool temporal, int in, int out, int mi
                     nn::ReLU(nn::ReLUOptions(true)), TemporalConv(mid, out, 3, stride, 1));
     return nn::AnyModule(seq);
   }
-  if (!temporal) return nn::AnyModule(Conv(in, out, {1, 3, 3}, {1, s, s}, {0, 1, 1}));  // NoTemporal
-  return nn::AnyModule(Conv(in, out, {3, 3, 3}, {s, s, s}, {1, 1, 1}));                // Simple
+  if (!temporal)
+    return nn::AnyModule(Conv(in, out, {1, 3, 3}, {1, s, s}, {0, 1, 1}));  // NoTemporal
+  return nn::AnyModule(Conv(in, out, {3, 3, 3}, {s, s, s}, {1, 1, 1}));    // Simple
 }
 
 class BasicBlockImpl : public nn::Module {
@@ -72,10 +75,12 @@ class BasicBlockImpl : public nn::Module {
     conv2 = register_module("conv2", c2);
     if (stride != 1 || inplanes != planes) {
       const int64_t s = stride;
-      std::array<int64_t, 3> ds = (arch == VideoArch::kMC3 && !temporal) ? std::array<int64_t, 3>{1, s, s}
-                                                                           : std::array<int64_t, 3>{s, s, s};
-      downsample = register_module(
-          "downsample", nn::Sequential(Conv(inplanes, planes, {1, 1, 1}, ds, {0, 0, 0}), nn::BatchNorm3d(planes)));
+      std::array<int64_t, 3> ds = (arch == VideoArch::kMC3 && !temporal)
+                                      ? std::array<int64_t, 3>{1, s, s}
+                                      : std::array<int64_t, 3>{s, s, s};
+      downsample = register_module("downsample",
+                                   nn::Sequential(Conv(inplanes, planes, {1, 1, 1}, ds, {0, 0, 0}),
+                                                  nn::BatchNorm3d(planes)));
     }
   }
 
@@ -96,12 +101,14 @@ VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
   const int w = o.width;
   if (o.arch == VideoArch::kR2Plus1D) {
     const int mid = std::max(1, (45 * w + 32) / 64);  // 45 at width 64, as torchvision
-    stem = register_module("stem", nn::Sequential(Conv(3, mid, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), nn::BatchNorm3d(mid),
-                                                  nn::ReLU(nn::ReLUOptions(true)), TemporalConv(mid, w, 3, 1, 1),
-                                                  nn::BatchNorm3d(w), nn::ReLU(nn::ReLUOptions(true))));
+    stem = register_module(
+        "stem", nn::Sequential(Conv(3, mid, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), nn::BatchNorm3d(mid),
+                               nn::ReLU(nn::ReLUOptions(true)), TemporalConv(mid, w, 3, 1, 1),
+                               nn::BatchNorm3d(w), nn::ReLU(nn::ReLUOptions(true))));
   } else {
-    stem = register_module("stem", nn::Sequential(Conv(3, w, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), nn::BatchNorm3d(w),
-                                                  nn::ReLU(nn::ReLUOptions(true))));
+    stem = register_module(
+        "stem", nn::Sequential(Conv(3, w, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), nn::BatchNorm3d(w),
+                               nn::ReLU(nn::ReLUOptions(true))));
   }
   int inplanes = w;
   auto make_layer = [&](int index, int planes, int blocks, int stride) {
@@ -118,7 +125,8 @@ VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
   layer2 = make_layer(2, 2 * w, o.layers[1], 2);
   layer3 = make_layer(3, 4 * w, o.layers[2], 2);
   layer4 = make_layer(4, 8 * w, o.layers[3], 2);
-  avgpool = register_module("avgpool", nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1})));
+  avgpool =
+      register_module("avgpool", nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1})));
   fc = register_module("fc", nn::Linear(8 * w, o.num_classes));
 }
 

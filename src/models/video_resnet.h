@@ -12,7 +12,6 @@
 
 #include "base/status.h"
 
-
 namespace reel::models {
 
 enum class VideoArch { kR3D, kMC3, kR2Plus1D };

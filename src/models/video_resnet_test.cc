@@ -1,6 +1,5 @@
 // Reel's video ResNets against torchvision's: the same state_dict (exported by
 // python3-torchvision at test time) gives the same logits.
-#include "models/state_dict.h"
 #include "models/video_resnet.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +8,10 @@
 #include <cstring>
 #include <fstream>
 
-#include "base/testing/shell.h"
+#include "models/state_dict.h"
+#include "testing/shell.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::models {
 namespace {
@@ -33,8 +35,8 @@ struct Case {
 class ParityTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ParityTest, TorchvisionWeightsGiveTheSameLogits) {
-  char dir[] = "/tmp/reel-parity-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
+  reel::testing::TempDir dir_owner;
+  const std::string dir = dir_owner.path();
   const char* source = std::getenv("REEL_SOURCE_DIR");
   std::string script = std::string(source ? source : ".") + "/src/models/export_torchvision.py";
   auto run = testing::RunCommand("/usr/bin/python3 " + script + " " + GetParam().torchvision_name +
@@ -50,7 +52,7 @@ TEST_P(ParityTest, TorchvisionWeightsGiveTheSameLogits) {
   o.num_classes = 8;
   VideoResNet model(o);
   Status loaded = LoadStateDict(*model, *weights);
-  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  ASSERT_OK(loaded);
   model->eval();
   torch::NoGradGuard no_grad;
   torch::Tensor logits = model->forward(ToTensor(io->tensors["input"]));
@@ -65,7 +67,8 @@ TEST_P(ParityTest, TorchvisionWeightsGiveTheSameLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Video, ParityTest,
-                         ::testing::Values(Case{"r3d_18", VideoArch::kR3D}, Case{"mc3_18", VideoArch::kMC3},
+                         ::testing::Values(Case{"r3d_18", VideoArch::kR3D},
+                                           Case{"mc3_18", VideoArch::kMC3},
                                            Case{"r2plus1d_18", VideoArch::kR2Plus1D}),
                          [](const auto& info) { return std::string(info.param.torchvision_name); });
 
@@ -102,17 +105,19 @@ TEST(VideoResNetTest, LoadingRefusesMissingAndUnexpectedTensors) {
   o.layers = {1, 1, 1, 1};
   VideoResNet model(o);
   SafetensorsFile file = SaveStateDict(*model);
-  EXPECT_TRUE(LoadStateDict(*model, file).ok());
+  EXPECT_OK(LoadStateDict(*model, file));
   SafetensorsFile extra = file;
   extra.tensors["head.weight"] = file.tensors["fc.weight"];
-  EXPECT_NE(LoadStateDict(*model, extra).message().find("unexpected tensor 'head.weight'"), std::string::npos);
+  EXPECT_NE(LoadStateDict(*model, extra).message().find("unexpected tensor 'head.weight'"),
+            std::string::npos);
   SafetensorsFile missing = file;
   missing.tensors.erase("fc.bias");
-  EXPECT_NE(LoadStateDict(*model, missing).message().find("missing tensor 'fc.bias'"), std::string::npos);
+  EXPECT_NE(LoadStateDict(*model, missing).message().find("missing tensor 'fc.bias'"),
+            std::string::npos);
   VideoResNetOptions other = o;
   other.num_classes = 5;
   VideoResNet wider(other);
-  EXPECT_EQ(LoadStateDict(*wider, file).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(LoadStateDict(*wider, file), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

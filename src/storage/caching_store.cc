@@ -14,6 +14,7 @@
 
 #include "base/hash.h"
 #include "base/logging.h"
+#include "base/unique_fd.h"
 
 namespace reel::storage {
 namespace {
@@ -68,23 +69,21 @@ std::string TrailerFor(std::string_view key, const ObjectInfo& info, uint64_t ch
 
 // An open entry whose trailer matched the key and the file length.
 struct OpenEntry {
-  int fd = -1;
+  UniqueFd fd;
   ObjectInfo info;
   uint64_t checksum = 0;
-  ~OpenEntry() {
-    if (fd >= 0) ::close(fd);
-  }
 };
 
 // Opens and checks an entry's trailer; false when absent or malformed.
 bool OpenAndCheck(const std::string& path, std::string_view key, OpenEntry* entry) {
-  entry->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (entry->fd < 0) return false;
+  entry->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!entry->fd.valid()) return false;
   struct stat st;
-  if (::fstat(entry->fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Footer)) return false;
+  if (::fstat(entry->fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Footer))
+    return false;
   uint64_t file_size = static_cast<uint64_t>(st.st_size);
   Footer footer;
-  if (!ReadExactly(entry->fd, reinterpret_cast<char*>(&footer), sizeof footer,
+  if (!ReadExactly(entry->fd.get(), reinterpret_cast<char*>(&footer), sizeof footer,
                    file_size - sizeof footer)) {
     return false;
   }
@@ -92,7 +91,7 @@ bool OpenAndCheck(const std::string& path, std::string_view key, OpenEntry* entr
   uint64_t expected = footer.size + footer.etag_length + footer.key_length + sizeof footer;
   if (expected != file_size || footer.key_length != key.size()) return false;
   std::string names(footer.etag_length + footer.key_length, '\0');
-  if (!ReadExactly(entry->fd, names.data(), names.size(), footer.size)) return false;
+  if (!ReadExactly(entry->fd.get(), names.data(), names.size(), footer.size)) return false;
   if (std::string_view(names).substr(footer.etag_length) != key) return false;  // hash collision
   entry->info.key = std::string(key);
   entry->info.size = footer.size;
@@ -122,12 +121,13 @@ uint64_t ChecksumOf(Hasher& hasher) {
 class CachedEntryReader : public ObjectReader {
  public:
   CachedEntryReader(std::unique_ptr<OpenEntry> entry, std::function<void()> on_corrupt)
-      : entry_(std::move(entry)), on_corrupt_(std::move(on_corrupt)),
+      : entry_(std::move(entry)),
+        on_corrupt_(std::move(on_corrupt)),
         hasher_(Hasher::Kind::kXxh3_64) {}
   Result<size_t> Read(char* buffer, size_t n) override {
     size_t take = static_cast<size_t>(std::min<uint64_t>(n, entry_->info.size - position_));
     if (take == 0) return size_t{0};
-    if (!ReadExactly(entry_->fd, buffer, take, position_)) {
+    if (!ReadExactly(entry_->fd.get(), buffer, take, position_)) {
       return DataLossError("cache entry for '" + entry_->info.key + "' could not be read");
     }
     hasher_.Update(std::string_view(buffer, take));
@@ -155,28 +155,30 @@ class CachedEntryReader : public ObjectReader {
 // published only if every byte arrived and the length matches what the server reported.
 class CachingStore::Entry : public ObjectReader {
  public:
-  Entry(CachingStore* cache, std::string key, ObjectInfo info,
-        std::unique_ptr<ObjectReader> inner)
-      : cache_(cache), key_(std::move(key)), info_(std::move(info)), inner_(std::move(inner)),
+  Entry(CachingStore* cache, std::string key, ObjectInfo info, std::unique_ptr<ObjectReader> inner)
+      : cache_(cache),
+        key_(std::move(key)),
+        info_(std::move(info)),
+        inner_(std::move(inner)),
         hasher_(Hasher::Kind::kXxh3_64) {}
   ~Entry() override {
-    if (fd_ >= 0) ::close(fd_);
+    fd_.reset();
     if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
 
   void StartTemp() {
     temp_path_ = cache_->NewTempPath();
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) temp_path_.clear();  // caching is best effort; reading goes on
+    fd_.reset(::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!fd_.valid()) temp_path_.clear();  // caching is best effort; reading goes on
   }
 
   Result<size_t> Read(char* buffer, size_t n) override {
     REEL_ASSIGN_OR_RETURN(size_t got, inner_->Read(buffer, n));
     received_ += got;
-    if (fd_ >= 0) {
+    if (fd_.valid()) {
       if (got > 0) {
         hasher_.Update(std::string_view(buffer, got));
-        if (!WriteExactly(fd_, std::string_view(buffer, got))) {
+        if (!WriteExactly(fd_.get(), std::string_view(buffer, got))) {
           Drop();
         } else if (received_ == info_.size) {
           Publish();  // many readers stop after size() bytes, without the final empty Read
@@ -195,8 +197,7 @@ class CachingStore::Entry : public ObjectReader {
 
  private:
   void Drop() {
-    ::close(fd_);
-    fd_ = -1;
+    fd_.reset();
     ::unlink(temp_path_.c_str());
     temp_path_.clear();
   }
@@ -207,12 +208,10 @@ class CachingStore::Entry : public ObjectReader {
       return;
     }
     std::string trailer = TrailerFor(key_, info_, ChecksumOf(hasher_));
-    if (!WriteExactly(fd_, trailer)) {
+    if (!WriteExactly(fd_.get(), trailer) || fd_.Close() != 0) {
       Drop();
       return;
     }
-    ::close(fd_);
-    fd_ = -1;
     if (::rename(temp_path_.c_str(), cache_->EntryPath(key_).c_str()) == 0) {
       temp_path_.clear();
       published_ = true;
@@ -226,7 +225,7 @@ class CachingStore::Entry : public ObjectReader {
   ObjectInfo info_;
   std::unique_ptr<ObjectReader> inner_;
   Hasher hasher_;
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string temp_path_;
   uint64_t received_ = 0;
   bool published_ = false;
@@ -278,7 +277,8 @@ Result<std::unique_ptr<CachingStore>> CachingStore::Open(std::unique_ptr<ObjectS
     }
     start = slash;
   }
-  auto cache = std::unique_ptr<CachingStore>(new CachingStore(std::move(inner), std::move(options)));
+  auto cache =
+      std::unique_ptr<CachingStore>(new CachingStore(std::move(inner), std::move(options)));
   // Count what earlier runs left so the bound holds from the first fill.
   cache->added_since_scan_ = cache->DiskUsage();
   return cache;
@@ -311,31 +311,32 @@ Result<std::string> CachingStore::ReadEntry(std::string_view key, ObjectInfo* in
   std::string path = EntryPath(key);
   OpenEntry entry;
   if (!OpenAndCheck(path, key, &entry)) {
-    if (entry.fd >= 0) {  // present but malformed: a torn or foreign file
+    if (entry.fd.valid()) {  // present but malformed: a torn or foreign file
       ++corrupt_;
-      DropEntry(path, entry.fd);
+      DropEntry(path, entry.fd.get());
     }
     return NotFoundError("not cached");
   }
   std::string data(entry.info.size, '\0');
-  if (!ReadExactly(entry.fd, data.data(), data.size(), 0) || Xxh3_64(data) != entry.checksum) {
+  if (!ReadExactly(entry.fd.get(), data.data(), data.size(), 0) ||
+      Xxh3_64(data) != entry.checksum) {
     ++corrupt_;
     Logger("storage")->warn("cache entry for '{}' failed verification; fetching again", key);
-    DropEntry(path, entry.fd);
+    DropEntry(path, entry.fd.get());
     return NotFoundError("not cached");
   }
-  Touch(entry.fd);
+  Touch(entry.fd.get());
   if (info) *info = entry.info;
   return data;
 }
 
 void CachingStore::StoreEntry(std::string_view key, std::string_view data, const ObjectInfo& info) {
   std::string temp = NewTempPath();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // caching is best effort: the caller already has the bytes
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return;  // caching is best effort: the caller already has the bytes
   std::string trailer = TrailerFor(key, info, Xxh3_64(data));
-  bool ok = WriteExactly(fd, data) && WriteExactly(fd, trailer);
-  ok = (::close(fd) == 0) && ok;
+  bool ok = WriteExactly(fd.get(), data) && WriteExactly(fd.get(), trailer);
+  ok = (fd.Close() == 0) && ok;
   if (!ok || ::rename(temp.c_str(), EntryPath(key).c_str()) != 0) {
     ::unlink(temp.c_str());
     return;
@@ -362,12 +363,8 @@ void CachingStore::EvictIfNeeded() {
   if (added_since_scan_.load() <= options_.max_bytes) return;
   // One evictor at a time across processes; others carry on reading and filling.
   std::string lock_path = options_.directory + "/.lock";
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return;
-  if (::flock(lock_fd, LOCK_EX) != 0) {
-    ::close(lock_fd);
-    return;
-  }
+  UniqueFd lock_fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_fd.valid() || ::flock(lock_fd.get(), LOCK_EX) != 0) return;
   struct Candidate {
     std::string name;
     uint64_t size;
@@ -398,8 +395,7 @@ void CachingStore::EvictIfNeeded() {
     }
   }
   added_since_scan_ = total;
-  ::flock(lock_fd, LOCK_UN);
-  ::close(lock_fd);
+  ::flock(lock_fd.get(), LOCK_UN);
 }
 
 Result<std::string> CachingStore::Fill(std::string_view key, ObjectInfo* info) {
@@ -468,9 +464,9 @@ Result<std::string> CachingStore::GetRange(std::string_view key, uint64_t offset
   OpenEntry entry;
   std::string path = EntryPath(key);
   if (!OpenAndCheck(path, key, &entry)) {
-    if (entry.fd >= 0) {  // present but malformed
+    if (entry.fd.valid()) {  // present but malformed
       ++corrupt_;
-      DropEntry(path, entry.fd);
+      DropEntry(path, entry.fd.get());
     }
     // Bring the whole object in when it fits: shard readers come back for the rest.
     REEL_ASSIGN_OR_RETURN(ObjectInfo head, inner_->Head(key));
@@ -483,14 +479,14 @@ Result<std::string> CachingStore::GetRange(std::string_view key, uint64_t offset
     return data.substr(offset, length);
   }
   ++hits_;
-  Touch(entry.fd);
+  Touch(entry.fd.get());
   uint64_t size = entry.info.size;
   if (offset > size) {
     return OutOfRangeError("range starts at " + std::to_string(offset) + " past the end of '" +
                            std::string(key) + "' (" + std::to_string(size) + " bytes)");
   }
   std::string data(std::min(length, size - offset), '\0');
-  if (!ReadExactly(entry.fd, data.data(), data.size(), offset)) {
+  if (!ReadExactly(entry.fd.get(), data.data(), data.size(), offset)) {
     return DataLossError("cache entry for '" + std::string(key) + "' could not be read");
   }
   return data;
@@ -504,9 +500,9 @@ Result<ObjectInfo> CachingStore::Head(std::string_view key) {
     ++hits_;
     return entry.info;
   }
-  if (entry.fd >= 0) {  // present but malformed
+  if (entry.fd.valid()) {  // present but malformed
     ++corrupt_;
-    DropEntry(path, entry.fd);
+    DropEntry(path, entry.fd.get());
   }
   return inner_->Head(key);
 }
@@ -542,8 +538,8 @@ Result<std::unique_ptr<ObjectReader>> CachingStore::OpenReader(std::string_view 
   std::string path = EntryPath(key);
   if (OpenAndCheck(path, key, entry.get())) {
     ++hits_;
-    Touch(entry->fd);
-    int fd = entry->fd;  // stays open as long as the reader
+    Touch(entry->fd.get());
+    int fd = entry->fd.get();  // stays open as long as the reader
     auto on_corrupt = [this, path, fd] {
       ++corrupt_;
       Logger("storage")->warn("cache entry '{}' failed verification while streamed; dropped", path);
@@ -552,15 +548,16 @@ Result<std::unique_ptr<ObjectReader>> CachingStore::OpenReader(std::string_view 
     return std::unique_ptr<ObjectReader>(
         std::make_unique<CachedEntryReader>(std::move(entry), std::move(on_corrupt)));
   }
-  if (entry->fd >= 0) {  // present but malformed
+  if (entry->fd.valid()) {  // present but malformed
     ++corrupt_;
-    DropEntry(path, entry->fd);
+    DropEntry(path, entry->fd.get());
   }
   ++misses_;
   REEL_ASSIGN_OR_RETURN(ObjectInfo head, inner_->Head(key));
   REEL_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> inner_reader, inner_->OpenReader(key));
   if (head.size > options_.max_object_bytes) return inner_reader;
-  auto tee = std::make_unique<Entry>(this, std::string(key), std::move(head), std::move(inner_reader));
+  auto tee =
+      std::make_unique<Entry>(this, std::string(key), std::move(head), std::move(inner_reader));
   tee->StartTemp();
   return std::unique_ptr<ObjectReader>(std::move(tee));
 }

@@ -22,9 +22,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
-#include <memory>
 #include <string>
 
 #include "storage/object_store.h"
@@ -32,9 +32,9 @@
 namespace reel::storage {
 
 struct CacheOptions {
-  std::string directory;                     // created if missing
-  uint64_t max_bytes = 10ull << 30;          // total size of entries kept on disk
-  uint64_t max_object_bytes = 2ull << 30;    // larger objects pass through uncached
+  std::string directory;                   // created if missing
+  uint64_t max_bytes = 10ull << 30;        // total size of entries kept on disk
+  uint64_t max_object_bytes = 2ull << 30;  // larger objects pass through uncached
 };
 
 struct CacheStats {
@@ -67,7 +67,8 @@ class CachingStore : public ObjectStore {
   void Invalidate(std::string_view key);
   // Brings `key` into the cache now (readers prefetch the next shards with it). OK when it is
   // already cached or too large to cache. Errors: the inner store's (NotFound, ...).
-  Status Prefetch(std::string_view key);
+  bool SupportsPrefetch() const override { return true; }
+  Status Prefetch(std::string_view key) override;
   CacheStats stats() const;
   ObjectStore& inner() { return *inner_; }
   // Bytes of entries now in the directory (scans it).

@@ -104,6 +104,10 @@ class TempFile {
       std::string path = dir + "/" + name;
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd >= 0) return std::unique_ptr<TempFile>(new TempFile(fd, path, final_path, durable));
+      if (errno == ENOENT) {  // a Delete removed the folder, empty for a moment, in between
+        REEL_RETURN_IF_ERROR(MakeDirs(dir));
+        continue;
+      }
       if (errno != EEXIST) return ErrnoToStatus(errno, "create temporary file in '" + dir + "'");
     }
     return InternalError("could not pick a unique temporary file name in '" + dir + "'");
@@ -234,12 +238,17 @@ Result<std::string> ReadRange(int fd, uint64_t offset, uint64_t length, const st
 }
 
 // Appends every regular file under dir (recursively) whose key starts with prefix.
-void Walk(const std::string& root, const std::string& dir_key, const std::string& prefix,
-          std::vector<ObjectInfo>* out) {
+// A folder that is gone (or never was) holds no keys; one that cannot be read is an error, never
+// an empty listing.
+Status Walk(const std::string& root, const std::string& dir_key, const std::string& prefix,
+            std::vector<ObjectInfo>* out) {
   // root is "" for a store rooted at "/".
   std::string dir_path = dir_key.empty() ? (root.empty() ? "/" : root) : root + "/" + dir_key;
   DIR* dir = ::opendir(dir_path.c_str());
-  if (!dir) return;
+  if (!dir) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status::Ok();
+    return ErrnoToStatus(errno, "list '" + dir_path + "'");
+  }
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
     if (name == "." || name == ".." || name.substr(0, kTempPrefix.size()) == kTempPrefix) continue;
@@ -250,12 +259,17 @@ void Walk(const std::string& root, const std::string& dir_key, const std::string
     struct stat st;
     if (::fstatat(::dirfd(dir), entry->d_name, &st, 0) != 0) continue;  // raced with a delete
     if (S_ISDIR(st.st_mode)) {
-      Walk(root, key, prefix, out);
+      Status walked = Walk(root, key, prefix, out);
+      if (!walked.ok()) {
+        ::closedir(dir);
+        return walked;
+      }
     } else if (S_ISREG(st.st_mode) && key.size() >= prefix.size()) {
       out->push_back(InfoFromStat(std::move(key), st));
     }
   }
   ::closedir(dir);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -273,7 +287,8 @@ Result<std::unique_ptr<LocalStore>> LocalStore::Open(const std::string& root,
   struct stat st;
   if (::stat(clean.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoToStatus(errno, "local store root '" + clean + "'");
-    if (!options.create_root) return NotFoundError("local store root '" + clean + "' does not exist");
+    if (!options.create_root)
+      return NotFoundError("local store root '" + clean + "' does not exist");
     REEL_RETURN_IF_ERROR(MakeDirs(clean));
   } else if (!S_ISDIR(st.st_mode)) {
     return FailedPreconditionError("local store root '" + clean + "' is not a directory");
@@ -346,20 +361,38 @@ Result<ListPage> LocalStore::List(const ListOptions& options) {
   size_t slash = options.prefix.rfind('/');
   if (slash != std::string::npos) start_dir = options.prefix.substr(0, slash);
   std::vector<ObjectInfo> found;
-  Walk(root_, start_dir, options.prefix, &found);
+  REEL_RETURN_IF_ERROR(Walk(root_, start_dir, options.prefix, &found));
   std::sort(found.begin(), found.end(),
             [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   return PageFromSortedObjects(found, options);
 }
 
+// Folders exist only to hold objects (as prefixes on S3): the ones a delete leaves empty go
+// too, up to the root. rmdir refuses a folder that is not empty, so a concurrent Put's folder
+// stays (and a Put that lost its folder in between makes it again).
+void LocalStore::RemoveEmptyParents(const std::string& path) const {
+  for (std::string dir = ParentOf(path);
+       dir.size() > root_.size() && dir.compare(0, root_.size(), root_) == 0; dir = ParentOf(dir)) {
+    if (::rmdir(dir.c_str()) != 0) return;
+  }
+}
+
 Status LocalStore::Delete(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
   std::string path = PathOf(key);
-  if (::unlink(path.c_str()) == 0) return Status::Ok();
+  if (::unlink(path.c_str()) == 0) {
+    RemoveEmptyParents(path);
+    return Status::Ok();
+  }
   int err = errno;
   // A missing key, or a name that is a directory of other objects, holds no object to delete.
   if (err == ENOENT || err == ENOTDIR || err == EISDIR) return Status::Ok();
   return ErrnoToStatus(err, "delete '" + path + "'");
+}
+
+std::optional<std::string> LocalStore::LocalPath(std::string_view key) const {
+  if (!ValidateKey(key).ok()) return std::nullopt;
+  return PathOf(key);
 }
 
 Result<std::unique_ptr<ObjectReader>> LocalStore::OpenReader(std::string_view key) {
@@ -374,7 +407,8 @@ Result<std::unique_ptr<ObjectReader>> LocalStore::OpenReader(std::string_view ke
 
 Result<std::unique_ptr<ObjectWriter>> LocalStore::OpenWriter(std::string_view key) {
   REEL_RETURN_IF_ERROR(ValidateKey(key));
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(PathOf(key), options_.fsync));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file,
+                        TempFile::Create(PathOf(key), options_.fsync));
   return std::unique_ptr<ObjectWriter>(std::make_unique<LocalWriter>(std::move(file)));
 }
 

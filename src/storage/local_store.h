@@ -40,6 +40,8 @@ class LocalStore : public ObjectStore {
   Status Delete(std::string_view key) override;
   Result<std::unique_ptr<ObjectReader>> OpenReader(std::string_view key) override;
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override;
+  // The object's file (nullopt for an invalid key); it may not exist.
+  std::optional<std::string> LocalPath(std::string_view key) const override;
 
   const std::string& root() const { return root_; }
 
@@ -51,6 +53,7 @@ class LocalStore : public ObjectStore {
   LocalStore(std::string root, LocalStoreOptions options);
   enum class Publish { kReplace, kIfAbsent };
   Status WriteAtomically(std::string_view key, std::string_view data, Publish mode);
+  void RemoveEmptyParents(const std::string& path) const;
 
   std::string root_;
   LocalStoreOptions options_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "storage/testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace reel::storage {
 namespace {
@@ -28,7 +29,7 @@ using testing::WriteFile;
 
 std::unique_ptr<LocalStore> OpenOrDie(const std::string& root, LocalStoreOptions options = {}) {
   auto store = LocalStore::Open(root, options);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_OK(store);
   return std::move(store).value();
 }
 
@@ -49,21 +50,20 @@ TEST(LocalStoreTest, UriAndRoot) {
 
 TEST(LocalStoreTest, OpenRefusesBadRoots) {
   TempDir dir;
-  EXPECT_EQ(LocalStore::Open("").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(LocalStore::Open("relative/dir").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(LocalStore::Open(""), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(LocalStore::Open("relative/dir"), StatusCode::kInvalidArgument);
 
   WriteFile(dir.Join("file"), "x");
-  EXPECT_EQ(LocalStore::Open(dir.Join("file")).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(LocalStore::Open(dir.Join("file")), StatusCode::kFailedPrecondition);
 
   LocalStoreOptions no_create;
   no_create.create_root = false;
-  EXPECT_EQ(LocalStore::Open(dir.Join("missing"), no_create).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_STATUS(LocalStore::Open(dir.Join("missing"), no_create), StatusCode::kNotFound);
   EXPECT_FALSE(FileExists(dir.Join("missing")));
 
   // create_root (the default) makes every missing level.
   auto nested = LocalStore::Open(dir.Join("x/y/z"));
-  ASSERT_TRUE(nested.ok()) << nested.status().ToString();
+  ASSERT_OK(nested);
   struct stat st;
   ASSERT_EQ(::stat(dir.Join("x/y/z").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
@@ -73,14 +73,14 @@ TEST(LocalStoreTest, ObjectsAreFilesUnderTheRoot) {
   TempDir dir;
   auto store = OpenOrDie(dir.Join("root"));
   std::string data = RandomBytes(3000, 21);
-  ASSERT_TRUE(store->Put("a/b/c.bin", data).ok());
+  ASSERT_OK(store->Put("a/b/c.bin", data));
   EXPECT_EQ(ReadFile(dir.Join("root/a/b/c.bin")), data);
 
   // A file put there by other means is an object too.
   WriteFile(dir.Join("root/a/outside.txt"), "hello");
   EXPECT_EQ(*store->Get("a/outside.txt"), "hello");
   auto all = ListAll(*store, "a/");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].key, "a/b/c.bin");
   EXPECT_EQ((*all)[1].key, "a/outside.txt");
@@ -93,15 +93,14 @@ TEST(LocalStoreTest, KeysThatLeaveTheRootAreRefused) {
   auto store = OpenOrDie(root);
   for (std::string key : {std::string("../x"), std::string("../../x"), std::string("a/../../x"),
                           std::string("/etc/passwd"), std::string("/x"), std::string("a/../x"),
-                          std::string(".."),
-                          std::string("x\0/../../y", 10)}) {
+                          std::string(".."), std::string("x\0/../../y", 10)}) {
     SCOPED_TRACE("key '" + key + "'");
-    EXPECT_EQ(store->Put(key, "escaped").code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->PutIfAbsent(key, "escaped").code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->OpenWriter(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->Get(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->Head(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store->Delete(key).code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->Put(key, "escaped"), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->PutIfAbsent(key, "escaped"), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->OpenWriter(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->Get(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->Head(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store->Delete(key), StatusCode::kInvalidArgument);
   }
   // Nothing was written anywhere under the temp dir, inside the root or beside it.
   EXPECT_EQ(FilesUnder(dir.path()), std::vector<std::string>{});
@@ -111,25 +110,25 @@ TEST(LocalStoreTest, KeysThatLeaveTheRootAreRefused) {
 TEST(LocalStoreTest, FileInTheWayOfAKey) {
   TempDir dir;
   auto store = OpenOrDie(dir.Join("root"));
-  ASSERT_TRUE(store->Put("a", "file").ok());
-  EXPECT_EQ(store->Put("a/b", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->Put("a/b/c", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->PutIfAbsent("a/b", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->OpenWriter("a/b").status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->Get("a/b").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->Head("a/b").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->GetRange("a/b", 0, 1).status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(store->Delete("a/b").ok());
+  ASSERT_OK(store->Put("a", "file"));
+  EXPECT_STATUS(store->Put("a/b", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->Put("a/b/c", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->PutIfAbsent("a/b", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->OpenWriter("a/b"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->Get("a/b"), StatusCode::kNotFound);
+  EXPECT_STATUS(store->Head("a/b"), StatusCode::kNotFound);
+  EXPECT_STATUS(store->GetRange("a/b", 0, 1), StatusCode::kNotFound);
+  EXPECT_OK(store->Delete("a/b"));
   EXPECT_EQ(*store->Get("a"), "file");
 
   // A key whose name is a directory of other objects holds no object and cannot become one.
-  ASSERT_TRUE(store->Put("d/x", "inside").ok());
-  EXPECT_EQ(store->Put("d", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->PutIfAbsent("d", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store->Get("d").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->Head("d").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->OpenReader("d").status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(store->Delete("d").ok());
+  ASSERT_OK(store->Put("d/x", "inside"));
+  EXPECT_STATUS(store->Put("d", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->PutIfAbsent("d", "x"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(store->Get("d"), StatusCode::kNotFound);
+  EXPECT_STATUS(store->Head("d"), StatusCode::kNotFound);
+  EXPECT_STATUS(store->OpenReader("d"), StatusCode::kNotFound);
+  EXPECT_OK(store->Delete("d"));
   EXPECT_EQ(*store->Get("d/x"), "inside");
   EXPECT_EQ(FilesUnder(dir.Join("root")), (std::vector<std::string>{"a", "d/x"}));
 }
@@ -138,12 +137,12 @@ TEST(LocalStoreTest, TemporaryFilesAreNeverListed) {
   TempDir dir;
   std::string root = dir.Join("root");
   auto store = OpenOrDie(root);
-  ASSERT_TRUE(store->Put("t/real", "1").ok());
+  ASSERT_OK(store->Put("t/real", "1"));
   WriteFile(root + "/.reel-tmp-left-by-a-crash", "stale");
   WriteFile(root + "/t/.reel-tmp-another", "stale");
   auto writer = store->OpenWriter("t/pending");
-  ASSERT_TRUE(writer.ok());
-  ASSERT_TRUE((*writer)->Write("in progress").ok());
+  ASSERT_OK(writer);
+  ASSERT_OK((*writer)->Write("in progress"));
   EXPECT_EQ(FilesUnder(root).size(), 4u);  // the real one, two stale, one being written
 
   for (std::string delimiter : {"", "/"}) {
@@ -152,17 +151,17 @@ TEST(LocalStoreTest, TemporaryFilesAreNeverListed) {
       options.prefix = prefix;
       options.delimiter = delimiter;
       auto page = store->List(options);
-      ASSERT_TRUE(page.ok());
+      ASSERT_OK(page);
       for (const ObjectInfo& info : page->objects) {
         EXPECT_EQ(info.key, "t/real") << "prefix '" << prefix << "'";
       }
     }
   }
   auto all = ListAll(*store, "");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].key, "t/real");
-  ASSERT_TRUE((*writer)->Close().ok());
+  ASSERT_OK((*writer)->Close());
   EXPECT_EQ(ListAll(*store, "")->size(), 2u);
 }
 
@@ -170,15 +169,15 @@ TEST(LocalStoreTest, ReaderKeepsTheFileItOpened) {
   TempDir dir;
   auto store = OpenOrDie(dir.Join("root"));
   std::string old_data = RandomBytes(200000, 22);
-  ASSERT_TRUE(store->Put("k", old_data).ok());
+  ASSERT_OK(store->Put("k", old_data));
   auto reader = store->OpenReader("k");
-  ASSERT_TRUE(reader.ok());
-  ASSERT_TRUE(store->Put("k", "new").ok());
+  ASSERT_OK(reader);
+  ASSERT_OK(store->Put("k", "new"));
   std::string got;
   char buffer[4096];
   while (true) {
     auto n = (*reader)->Read(buffer, sizeof buffer);
-    ASSERT_TRUE(n.ok());
+    ASSERT_OK(n);
     if (*n == 0) break;
     got.append(buffer, *n);
   }
@@ -196,12 +195,12 @@ TEST(LocalStoreTest, ListAllOverMoreThanAThousandFiles) {
     char key[32];
     std::snprintf(key, sizeof key, "d%d/%04d", i % 3, i);
     keys.push_back(key);
-    ASSERT_TRUE(store->Put(key, "").ok());
+    ASSERT_OK(store->Put(key, ""));
   }
-  ASSERT_TRUE(store->Put("z", "").ok());
+  ASSERT_OK(store->Put("z", ""));
   std::sort(keys.begin(), keys.end());
   auto all = ListAll(*store, "d");
-  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_OK(all);
   std::vector<std::string> got;
   for (const ObjectInfo& info : *all) got.push_back(info.key);
   EXPECT_EQ(got, keys);
@@ -209,7 +208,7 @@ TEST(LocalStoreTest, ListAllOverMoreThanAThousandFiles) {
   ListOptions groups;
   groups.delimiter = "/";
   auto page = store->List(groups);
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   EXPECT_EQ(page->common_prefixes, (std::vector<std::string>{"d0/", "d1/", "d2/"}));
   ASSERT_EQ(page->objects.size(), 1u);
   EXPECT_EQ(page->objects[0].key, "z");
@@ -227,7 +226,7 @@ TEST(LocalStoreTest, ConcurrentWritersInThreadsAndProcessesNeverTear) {
   constexpr int kThreads = 4, kProcesses = 3, kRounds = 15;
   auto payload = [](int writer) { return std::string(kSize, static_cast<char>('A' + writer)); };
   const char kInitial = 'A' + kThreads + kProcesses;
-  ASSERT_TRUE(store->Put("shared/obj", std::string(kSize, kInitial)).ok());
+  ASSERT_OK(store->Put("shared/obj", std::string(kSize, kInitial)));
 
   // Fork before any thread starts, so the children copy a single-threaded process.
   std::vector<pid_t> children;
@@ -293,7 +292,7 @@ TEST(LocalStoreTest, ConcurrentWritersInThreadsAndProcessesNeverTear) {
   EXPECT_GT(reads, 0);
   // The last write wins whole, and no temporary file is left behind.
   auto last = store->Get("shared/obj");
-  ASSERT_TRUE(last.ok());
+  ASSERT_OK(last);
   EXPECT_EQ(last->find_first_not_of(last->front()), std::string::npos);
   EXPECT_EQ(FilesUnder(root), std::vector<std::string>{"shared/obj"});
 }
@@ -305,13 +304,13 @@ TEST(LocalStoreTest, DurablePutsFromThreadsLeaveOneWholeObject) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 3; ++i) {
-        EXPECT_TRUE(store->Put("k", std::string(65536, static_cast<char>('a' + t))).ok());
+        EXPECT_OK(store->Put("k", std::string(65536, static_cast<char>('a' + t))));
       }
     });
   }
   for (auto& thread : threads) thread.join();
   auto got = store->Get("k");
-  ASSERT_TRUE(got.ok());
+  ASSERT_OK(got);
   EXPECT_EQ(got->size(), 65536u);
   EXPECT_EQ(got->find_first_not_of(got->front()), std::string::npos);
   EXPECT_EQ(FilesUnder(dir.Join("root")), std::vector<std::string>{"k"});

@@ -1,7 +1,7 @@
 #include "storage/memory_store.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "storage/listing.h"

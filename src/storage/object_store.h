@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,9 +48,9 @@ struct ListOptions {
 };
 
 struct ListPage {
-  std::vector<ObjectInfo> objects;          // in ascending key order (byte-wise)
-  std::vector<std::string> common_prefixes; // with delimiter: "dir/" entries, ascending
-  std::string next_page_token;              // "" when this was the last page
+  std::vector<ObjectInfo> objects;           // in ascending key order (byte-wise)
+  std::vector<std::string> common_prefixes;  // with delimiter: "dir/" entries, ascending
+  std::string next_page_token;               // "" when this was the last page
 };
 
 // A streaming read of one object. Not thread-safe.
@@ -109,6 +110,24 @@ class ObjectStore {
   // Errors: NotFound.
   virtual Result<std::unique_ptr<ObjectReader>> OpenReader(std::string_view key) = 0;
   virtual Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) = 0;
+
+  // Capabilities some stores have, so that callers ask instead of downcasting.
+
+  // A local file that holds exactly the object's bytes, for readers that want a path (FFmpeg
+  // reading a video in place); nullopt when the bytes are not in a local file (S3, memory).
+  virtual std::optional<std::string> LocalPath(std::string_view key) const { return std::nullopt; }
+
+  // Whether Prefetch brings objects closer (a cache); readers skip prefetching when it does not.
+  virtual bool SupportsPrefetch() const { return false; }
+  // Brings `key` close ahead of a read (a cache fills its entry). Unimplemented unless
+  // SupportsPrefetch(); otherwise the errors of a read.
+  virtual Status Prefetch(std::string_view key) {
+    return UnimplementedError(uri() + " reads in place: nothing to prefetch");
+  }
+
+  // Creates the bucket this store is rooted at (S3's CreateBucket). Unimplemented for stores
+  // without buckets; AlreadyExists when it exists.
+  virtual Status CreateBucket() { return UnimplementedError(uri() + " has no bucket to create"); }
 };
 
 // "<store uri>/<key>" for messages and metadata: "s3://bucket/a/b", "file:///data/x".

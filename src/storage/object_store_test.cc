@@ -16,6 +16,7 @@
 #include "storage/local_store.h"
 #include "storage/memory_store.h"
 #include "storage/testing/temp_dir.h"
+#include "testing/status_matchers.h"
 
 namespace reel::storage {
 namespace {
@@ -28,21 +29,37 @@ using testing::TempDir;
 // ValidateKey
 
 TEST(ValidateKeyTest, AcceptsOrdinaryKeys) {
-  for (std::string key : {"a", "a/b/c.tar", "dataset/shard-00001.tar", "a.b", "..a", "a..", ".hidden",
-                          "a/.b/c", "a/...", "with space/and+plus", "\xC3\xA9t\xC3\xA9/x"}) {
-    EXPECT_TRUE(ValidateKey(key).ok()) << "'" << key << "': " << ValidateKey(key).ToString();
+  for (std::string key :
+       {"a", "a/b/c.tar", "dataset/shard-00001.tar", "a.b", "..a", "a..", ".hidden", "a/.b/c",
+        "a/...", "with space/and+plus", "\xC3\xA9t\xC3\xA9/x"}) {
+    EXPECT_OK(ValidateKey(key)) << "'" << key << "': " << ValidateKey(key).ToString();
   }
-  EXPECT_TRUE(ValidateKey(std::string(1024, 'k')).ok());
+  EXPECT_OK(ValidateKey(std::string(1024, 'k')));
 }
 
 TEST(ValidateKeyTest, RefusesKeysThatCouldEscapeOrAlias) {
-  const std::vector<std::string> bad = {
-      "",          "/a",   "/",    "a/../b", "..",        ".",   "../a", "a/..",
-      "./a",       "a/.",  "a//b", "a/./b",  "a\\b",      "a/",  "a/b/", std::string("a\0b", 3),
-      std::string(1, '\0'), std::string(1025, 'k'), "\\"};
+  const std::vector<std::string> bad = {"",
+                                        "/a",
+                                        "/",
+                                        "a/../b",
+                                        "..",
+                                        ".",
+                                        "../a",
+                                        "a/..",
+                                        "./a",
+                                        "a/.",
+                                        "a//b",
+                                        "a/./b",
+                                        "a\\b",
+                                        "a/",
+                                        "a/b/",
+                                        std::string("a\0b", 3),
+                                        std::string(1, '\0'),
+                                        std::string(1025, 'k'),
+                                        "\\"};
   for (const std::string& key : bad) {
     Status status = ValidateKey(key);
-    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument)
+    EXPECT_STATUS(status, StatusCode::kInvalidArgument)
         << "key of " << key.size() << " bytes '" << key << "' was accepted";
   }
 }
@@ -86,7 +103,7 @@ void PageThrough(const ListFn& list, const std::string& prefix, const std::strin
   for (int pages = 0;; ++pages) {
     ASSERT_LT(pages, 10000) << "paging never ends";
     Result<ListPage> page = list(options);
-    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    ASSERT_OK(page);
     size_t entries = page->objects.size() + page->common_prefixes.size();
     ASSERT_LE(entries, static_cast<size_t>(max_keys));
     if (!page->next_page_token.empty()) {
@@ -111,9 +128,9 @@ void PageThrough(const ListFn& list, const std::string& prefix, const std::strin
 // that span page boundaries, and neighbours of '/' in byte order ('-' '.' < '/' < '0').
 const std::vector<std::string>& PagingKeys() {
   static const std::vector<std::string> keys = {
-      "a.txt", "a/1",   "a/2",     "a/3", "a/4", "a/5/x",   "a0",  "a-b", "b",
-      "c/x/1", "c/x/2", "c/y",     "d/1", "d0",  "e-",      "f/g/h/i",    "y/1",
-      "y/2",   "y/3",   "\xC3\xA9/1", "z-\xC3\xA9"};
+      "a.txt", "a/1",     "a/2",   "a/3",   "a/4", "a/5/x",      "a0",
+      "a-b",   "b",       "c/x/1", "c/x/2", "c/y", "d/1",        "d0",
+      "e-",    "f/g/h/i", "y/1",   "y/2",   "y/3", "\xC3\xA9/1", "z-\xC3\xA9"};
   return keys;
 }
 
@@ -159,14 +176,14 @@ TEST(PageFromSortedObjectsTest, GroupSpanningPagesIsReturnedOnce) {
   options.delimiter = "/";
   options.max_keys = 2;
   auto first = PageFromSortedObjects(sorted, options);
-  ASSERT_TRUE(first.ok());
+  ASSERT_OK(first);
   ASSERT_EQ(first->objects.size(), 1u);
   EXPECT_EQ(first->objects[0].key, "a.txt");
   EXPECT_EQ(first->common_prefixes, std::vector<std::string>{"a/"});
   ASSERT_FALSE(first->next_page_token.empty());
   options.page_token = first->next_page_token;
   auto second = PageFromSortedObjects(sorted, options);
-  ASSERT_TRUE(second.ok());
+  ASSERT_OK(second);
   ASSERT_EQ(second->objects.size(), 1u);
   EXPECT_EQ(second->objects[0].key, "b");
   EXPECT_EQ(second->common_prefixes, std::vector<std::string>{"c/"});
@@ -179,25 +196,21 @@ TEST(PageFromSortedObjectsTest, RefusesBadOptions) {
   for (int max_keys : {0, -1, 1001, 1 << 30}) {
     ListOptions options;
     options.max_keys = max_keys;
-    EXPECT_EQ(PageFromSortedObjects(sorted, options).status().code(),
-              StatusCode::kInvalidArgument)
-        << max_keys;
+    EXPECT_STATUS(PageFromSortedObjects(sorted, options), StatusCode::kInvalidArgument) << max_keys;
   }
   for (std::string token : {"b/1", "a", "0"}) {
     ListOptions options;
     options.prefix = "a/";
     options.page_token = token;
-    EXPECT_EQ(PageFromSortedObjects(sorted, options).status().code(),
-              StatusCode::kInvalidArgument)
-        << token;
-    EXPECT_EQ(ValidateListOptions(options).code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(PageFromSortedObjects(sorted, options), StatusCode::kInvalidArgument) << token;
+    EXPECT_STATUS(ValidateListOptions(options), StatusCode::kInvalidArgument);
   }
   ListOptions good;
   good.prefix = "a/";
   good.page_token = "a/1";
   good.max_keys = 1000;
   auto page = PageFromSortedObjects(sorted, good);
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   ASSERT_EQ(page->objects.size(), 1u);
   EXPECT_EQ(page->objects[0].key, "a/2");
 }
@@ -217,7 +230,7 @@ class LocalStoreMaker {
   static constexpr bool kOnDisk = true;
   std::unique_ptr<ObjectStore> Make() {
     auto store = LocalStore::Open(dir_.Join("root"));
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_OK(store);
     return std::move(store).value();
   }
   // Every file in the store's directory, temporary files included.
@@ -252,11 +265,11 @@ TYPED_TEST(StoreConformanceTest, PutGetHeadRoundTripBinary) {
   data[0] = '\0';
   data[data.size() - 1] = '\0';
   ASSERT_NE(data.find('\0', 1), std::string::npos);
-  ASSERT_TRUE(store.Put("dir/sub/object.bin", data).ok());
+  ASSERT_OK(store.Put("dir/sub/object.bin", data));
 
   ObjectInfo info;
   auto got = store.Get("dir/sub/object.bin", &info);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   EXPECT_EQ(*got, data);
   EXPECT_EQ(info.key, "dir/sub/object.bin");
   EXPECT_EQ(info.size, data.size());
@@ -264,65 +277,65 @@ TYPED_TEST(StoreConformanceTest, PutGetHeadRoundTripBinary) {
   EXPECT_GT(info.mtime_ms, 1600000000000);  // after 2020: milliseconds, not seconds
 
   auto head = store.Head("dir/sub/object.bin");
-  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_OK(head);
   EXPECT_EQ(head->key, "dir/sub/object.bin");
   EXPECT_EQ(head->size, data.size());
   EXPECT_EQ(head->etag, info.etag);
 
-  ASSERT_TRUE(store.Put("empty", "").ok());
+  ASSERT_OK(store.Put("empty", ""));
   auto empty = store.Get("empty");
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_EQ(*empty, "");
   EXPECT_EQ(store.Head("empty")->size, 0u);
 }
 
 TYPED_TEST(StoreConformanceTest, PutReplacesAndChangesEtag) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.Put("k", "first version").ok());
+  ASSERT_OK(store.Put("k", "first version"));
   auto before = store.Head("k");
-  ASSERT_TRUE(before.ok());
-  ASSERT_TRUE(store.Put("k", "second").ok());
+  ASSERT_OK(before);
+  ASSERT_OK(store.Put("k", "second"));
   EXPECT_EQ(*store.Get("k"), "second");
   auto after = store.Head("k");
-  ASSERT_TRUE(after.ok());
+  ASSERT_OK(after);
   EXPECT_EQ(after->size, 6u);
   EXPECT_NE(after->etag, before->etag);
 }
 
 TYPED_TEST(StoreConformanceTest, MissingKeyIsNotFound) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.Put("present", "x").ok());
-  EXPECT_EQ(store.Get("absent").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.Get("present/below").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.Head("absent").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.GetRange("absent", 0, 1).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.OpenReader("absent").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.Get("no/such/dir/key").status().code(), StatusCode::kNotFound);
+  ASSERT_OK(store.Put("present", "x"));
+  EXPECT_STATUS(store.Get("absent"), StatusCode::kNotFound);
+  EXPECT_STATUS(store.Get("present/below"), StatusCode::kNotFound);
+  EXPECT_STATUS(store.Head("absent"), StatusCode::kNotFound);
+  EXPECT_STATUS(store.GetRange("absent", 0, 1), StatusCode::kNotFound);
+  EXPECT_STATUS(store.OpenReader("absent"), StatusCode::kNotFound);
+  EXPECT_STATUS(store.Get("no/such/dir/key"), StatusCode::kNotFound);
 }
 
 TYPED_TEST(StoreConformanceTest, InvalidKeysAreRefusedByEveryOperation) {
   ObjectStore& store = *this->store_;
   for (std::string key : {"", "/abs", "../up", "a/../b", "a//b", "a\\b", "dir/"}) {
     SCOPED_TRACE("key '" + key + "'");
-    EXPECT_EQ(store.Put(key, "x").code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.PutIfAbsent(key, "x").code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.Get(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.GetRange(key, 0, 1).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.Head(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.Delete(key).code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.OpenReader(key).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(store.OpenWriter(key).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.Put(key, "x"), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.PutIfAbsent(key, "x"), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.Get(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.GetRange(key, 0, 1), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.Head(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.Delete(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.OpenReader(key), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(store.OpenWriter(key), StatusCode::kInvalidArgument);
   }
   EXPECT_TRUE(this->maker_.RawFiles().empty());
   auto all = ListAll(store, "");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   EXPECT_TRUE(all->empty());
 }
 
 TYPED_TEST(StoreConformanceTest, GetRangeEdges) {
   ObjectStore& store = *this->store_;
   std::string data = RandomBytes(1000, 2);
-  ASSERT_TRUE(store.Put("r", data).ok());
+  ASSERT_OK(store.Put("r", data));
   EXPECT_EQ(*store.GetRange("r", 0, 10), data.substr(0, 10));
   EXPECT_EQ(*store.GetRange("r", 0, 1000), data);
   EXPECT_EQ(*store.GetRange("r", 123, 456), data.substr(123, 456));
@@ -330,26 +343,26 @@ TYPED_TEST(StoreConformanceTest, GetRangeEdges) {
   EXPECT_EQ(*store.GetRange("r", 0, UINT64_MAX), data);
   EXPECT_EQ(*store.GetRange("r", 999, 1), data.substr(999));
   auto at_end = store.GetRange("r", 1000, 10);
-  ASSERT_TRUE(at_end.ok()) << at_end.status().ToString();
+  ASSERT_OK(at_end);
   EXPECT_EQ(*at_end, "");
   auto zero = store.GetRange("r", 500, 0);
-  ASSERT_TRUE(zero.ok()) << zero.status().ToString();
+  ASSERT_OK(zero);
   EXPECT_EQ(*zero, "");
-  EXPECT_EQ(store.GetRange("r", 1001, 1).status().code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(store.GetRange("r", UINT64_MAX, 1).status().code(), StatusCode::kOutOfRange);
+  EXPECT_STATUS(store.GetRange("r", 1001, 1), StatusCode::kOutOfRange);
+  EXPECT_STATUS(store.GetRange("r", UINT64_MAX, 1), StatusCode::kOutOfRange);
 
-  ASSERT_TRUE(store.Put("empty", "").ok());
+  ASSERT_OK(store.Put("empty", ""));
   EXPECT_EQ(*store.GetRange("empty", 0, 5), "");
-  EXPECT_EQ(store.GetRange("empty", 1, 5).status().code(), StatusCode::kOutOfRange);
+  EXPECT_STATUS(store.GetRange("empty", 1, 5), StatusCode::kOutOfRange);
 }
 
 TYPED_TEST(StoreConformanceTest, PutIfAbsentRefusesSecondWriter) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.PutIfAbsent("lock", "owner-1").ok());
-  EXPECT_EQ(store.PutIfAbsent("lock", "owner-2").code(), StatusCode::kAlreadyExists);
+  ASSERT_OK(store.PutIfAbsent("lock", "owner-1"));
+  EXPECT_STATUS(store.PutIfAbsent("lock", "owner-2"), StatusCode::kAlreadyExists);
   EXPECT_EQ(*store.Get("lock"), "owner-1");
-  ASSERT_TRUE(store.Delete("lock").ok());
-  EXPECT_TRUE(store.PutIfAbsent("lock", "owner-3").ok());
+  ASSERT_OK(store.Delete("lock"));
+  EXPECT_OK(store.PutIfAbsent("lock", "owner-3"));
   EXPECT_EQ(*store.Get("lock"), "owner-3");
   if (TypeParam::kOnDisk) {
     EXPECT_EQ(this->maker_.RawFiles(), std::vector<std::string>{"lock"});
@@ -380,7 +393,7 @@ TYPED_TEST(StoreConformanceTest, PutIfAbsentRaceHasExactlyOneWinner) {
         EXPECT_EQ(winner, -1) << "two winners in round " << round;
         winner = t;
       } else {
-        EXPECT_EQ(results[t].code(), StatusCode::kAlreadyExists) << results[t].ToString();
+        EXPECT_STATUS(results[t], StatusCode::kAlreadyExists) << results[t].ToString();
       }
     }
     ASSERT_NE(winner, -1) << "no winner in round " << round;
@@ -395,32 +408,32 @@ TYPED_TEST(StoreConformanceTest, PutIfAbsentRaceHasExactlyOneWinner) {
 
 TYPED_TEST(StoreConformanceTest, DeleteThenGetIsNotFoundAndDeleteMissingIsOk) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.Put("d/k", "x").ok());
-  ASSERT_TRUE(store.Delete("d/k").ok());
-  EXPECT_EQ(store.Get("d/k").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store.Head("d/k").status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(store.Delete("d/k").ok());
-  EXPECT_TRUE(store.Delete("never/existed").ok());
+  ASSERT_OK(store.Put("d/k", "x"));
+  ASSERT_OK(store.Delete("d/k"));
+  EXPECT_STATUS(store.Get("d/k"), StatusCode::kNotFound);
+  EXPECT_STATUS(store.Head("d/k"), StatusCode::kNotFound);
+  EXPECT_OK(store.Delete("d/k"));
+  EXPECT_OK(store.Delete("never/existed"));
   auto all = ListAll(store, "");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   EXPECT_TRUE(all->empty());
 }
 
 TYPED_TEST(StoreConformanceTest, WriterCommitsConcatenationOnClose) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.Put("stream/obj", "old").ok());
+  ASSERT_OK(store.Put("stream/obj", "old"));
   auto writer = store.OpenWriter("stream/obj");
-  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_OK(writer);
   std::mt19937 rng(7);
   std::string expected;
   for (int i = 0; i < 500; ++i) {
     std::string piece = RandomBytes(rng() % 700, 1000 + i);  // empty pieces included
     expected += piece;
-    ASSERT_TRUE((*writer)->Write(piece).ok());
+    ASSERT_OK((*writer)->Write(piece));
   }
   // Nothing is visible before Close.
   EXPECT_EQ(*store.Get("stream/obj"), "old");
-  ASSERT_TRUE((*writer)->Close().ok());
+  ASSERT_OK((*writer)->Close());
   EXPECT_EQ(*store.Get("stream/obj"), expected);
   EXPECT_EQ(store.Head("stream/obj")->size, expected.size());
   EXPECT_NE((*writer)->Write("more").code(), StatusCode::kOk);
@@ -435,13 +448,13 @@ TYPED_TEST(StoreConformanceTest, WriterDestroyedWithoutCloseLeavesNothing) {
   ObjectStore& store = *this->store_;
   {
     auto writer = store.OpenWriter("pending/obj");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE((*writer)->Write(RandomBytes(100000, 3)).ok());
-    EXPECT_EQ(store.Get("pending/obj").status().code(), StatusCode::kNotFound);
+    ASSERT_OK(writer);
+    ASSERT_OK((*writer)->Write(RandomBytes(100000, 3)));
+    EXPECT_STATUS(store.Get("pending/obj"), StatusCode::kNotFound);
   }
-  EXPECT_EQ(store.Get("pending/obj").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(store.Get("pending/obj"), StatusCode::kNotFound);
   auto all = ListAll(store, "");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   EXPECT_TRUE(all->empty());
   EXPECT_EQ(this->maker_.RawFiles(), std::vector<std::string>{});
 }
@@ -449,15 +462,15 @@ TYPED_TEST(StoreConformanceTest, WriterDestroyedWithoutCloseLeavesNothing) {
 TYPED_TEST(StoreConformanceTest, ReaderReadsWholeObjectInSmallReads) {
   ObjectStore& store = *this->store_;
   std::string data = RandomBytes(10007, 4);
-  ASSERT_TRUE(store.Put("reader", data).ok());
+  ASSERT_OK(store.Put("reader", data));
   auto reader = store.OpenReader("reader");
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_OK(reader);
   EXPECT_EQ((*reader)->size(), data.size());
   std::string got;
   char buffer[7];
   for (int guard = 0; guard < 100000; ++guard) {
     auto n = (*reader)->Read(buffer, sizeof buffer);
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_OK(n);
     if (*n == 0) break;
     ASSERT_LE(*n, sizeof buffer);
     got.append(buffer, *n);
@@ -465,37 +478,37 @@ TYPED_TEST(StoreConformanceTest, ReaderReadsWholeObjectInSmallReads) {
   EXPECT_EQ(got, data);
   EXPECT_EQ(*(*reader)->Read(buffer, sizeof buffer), 0u);  // stays at the end
 
-  ASSERT_TRUE(store.Put("empty", "").ok());
+  ASSERT_OK(store.Put("empty", ""));
   auto empty = store.OpenReader("empty");
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_EQ((*empty)->size(), 0u);
   EXPECT_EQ(*(*empty)->Read(buffer, sizeof buffer), 0u);
 }
 
 TYPED_TEST(StoreConformanceTest, ListPagingMatchesBruteForce) {
   ObjectStore& store = *this->store_;
-  for (const std::string& key : PagingKeys()) ASSERT_TRUE(store.Put(key, key).ok()) << key;
+  for (const std::string& key : PagingKeys()) ASSERT_OK(store.Put(key, key)) << key;
   ExpectPagingMatchesBruteForce([&](const ListOptions& options) { return store.List(options); },
                                 PagingKeys());
 }
 
 TYPED_TEST(StoreConformanceTest, ListRefusesBadOptions) {
   ObjectStore& store = *this->store_;
-  ASSERT_TRUE(store.Put("a/1", "x").ok());
-  ASSERT_TRUE(store.Put("b/1", "x").ok());
+  ASSERT_OK(store.Put("a/1", "x"));
+  ASSERT_OK(store.Put("b/1", "x"));
   for (int max_keys : {0, -3, 1001}) {
     ListOptions options;
     options.max_keys = max_keys;
-    EXPECT_EQ(store.List(options).status().code(), StatusCode::kInvalidArgument) << max_keys;
+    EXPECT_STATUS(store.List(options), StatusCode::kInvalidArgument) << max_keys;
   }
   ListOptions outside;
   outside.prefix = "a/";
   outside.page_token = "b/1";
-  EXPECT_EQ(store.List(outside).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(store.List(outside), StatusCode::kInvalidArgument);
   ListOptions none;
   none.prefix = "nothing/";
   auto page = store.List(none);
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   EXPECT_TRUE(page->objects.empty());
   EXPECT_TRUE(page->common_prefixes.empty());
   EXPECT_EQ(page->next_page_token, "");
@@ -506,10 +519,10 @@ TYPED_TEST(StoreConformanceTest, ListAllFollowsPageTokens) {
   // Few enough to stay fast with fsync; the >1000-key runs are in the per-store tests.
   std::vector<std::string> keys;
   for (int i = 0; i < 30; ++i) keys.push_back("p/" + std::to_string(i));
-  for (const std::string& key : keys) ASSERT_TRUE(store.Put(key, key).ok());
-  ASSERT_TRUE(store.Put("q", "q").ok());
+  for (const std::string& key : keys) ASSERT_OK(store.Put(key, key));
+  ASSERT_OK(store.Put("q", "q"));
   auto all = ListAll(store, "p/");
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   std::sort(keys.begin(), keys.end());
   std::vector<std::string> got;
   for (const ObjectInfo& info : *all) got.push_back(info.key);
@@ -523,9 +536,9 @@ TEST(CopyObjectTest, MemoryToLocalAndBackWithProgress) {
   TempDir dir;
   MemoryStore memory;
   auto local = LocalStore::Open(dir.Join("root"));
-  ASSERT_TRUE(local.ok());
+  ASSERT_OK(local);
   std::string data = RandomBytes(100003, 5);
-  ASSERT_TRUE(memory.Put("src/obj", data).ok());
+  ASSERT_OK(memory.Put("src/obj", data));
 
   uint64_t reported = 0;
   int calls = 0;
@@ -533,18 +546,18 @@ TEST(CopyObjectTest, MemoryToLocalAndBackWithProgress) {
     reported += n;
     ++calls;
   };
-  ASSERT_TRUE(CopyObject(memory, "src/obj", **local, "dst/obj", 4096, progress).ok());
+  ASSERT_OK(CopyObject(memory, "src/obj", **local, "dst/obj", 4096, progress));
   EXPECT_EQ(reported, data.size());
   EXPECT_EQ(calls, static_cast<int>((data.size() + 4095) / 4096));
   EXPECT_EQ(*(*local)->Get("dst/obj"), data);
 
   reported = 0;
-  ASSERT_TRUE(CopyObject(**local, "dst/obj", memory, "back", 65536, progress).ok());
+  ASSERT_OK(CopyObject(**local, "dst/obj", memory, "back", 65536, progress));
   EXPECT_EQ(reported, data.size());
   EXPECT_EQ(*memory.Get("back"), data);
 
   // Default chunk size, no callback.
-  ASSERT_TRUE(CopyObject(memory, "src/obj", **local, "again").ok());
+  ASSERT_OK(CopyObject(memory, "src/obj", **local, "again"));
   EXPECT_EQ(*(*local)->Get("again"), data);
 }
 
@@ -552,17 +565,17 @@ TEST(CopyObjectTest, EmptyAndMissingObjects) {
   TempDir dir;
   MemoryStore memory;
   auto local = LocalStore::Open(dir.Join("root"));
-  ASSERT_TRUE(local.ok());
-  ASSERT_TRUE(memory.Put("empty", "").ok());
+  ASSERT_OK(local);
+  ASSERT_OK(memory.Put("empty", ""));
   int calls = 0;
-  ASSERT_TRUE(CopyObject(memory, "empty", **local, "empty", 1024, [&](uint64_t) { ++calls; }).ok());
+  ASSERT_OK(CopyObject(memory, "empty", **local, "empty", 1024, [&](uint64_t) { ++calls; }));
   EXPECT_EQ(calls, 0);
   auto copied = (*local)->Get("empty");
-  ASSERT_TRUE(copied.ok());
+  ASSERT_OK(copied);
   EXPECT_EQ(*copied, "");
 
-  EXPECT_EQ(CopyObject(memory, "missing", **local, "out").code(), StatusCode::kNotFound);
-  EXPECT_EQ((*local)->Get("out").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(CopyObject(memory, "missing", **local, "out"), StatusCode::kNotFound);
+  EXPECT_STATUS((*local)->Get("out"), StatusCode::kNotFound);
   EXPECT_EQ(FilesUnder(dir.Join("root")), std::vector<std::string>{"empty"});
 }
 

@@ -63,8 +63,9 @@ Result<std::unique_ptr<ObjectStore>> MaybeCached(std::unique_ptr<ObjectStore> st
   if (cache.max_bytes == 0) {
     const char* env = std::getenv("REEL_CACHE_MAX_GB");
     double gb = env ? std::atof(env) : 10.0;
-    if (gb <= 0) return InvalidArgumentError(std::string("REEL_CACHE_MAX_GB='") + env +
-                                             "': expected a positive number");
+    if (gb <= 0)
+      return InvalidArgumentError(std::string("REEL_CACHE_MAX_GB='") + env +
+                                  "': expected a positive number");
     cache.max_bytes = static_cast<uint64_t>(gb * (1ull << 30));
   }
   REEL_ASSIGN_OR_RETURN(auto cached, CachingStore::Open(std::move(store), cache));

@@ -17,8 +17,8 @@
 namespace reel::storage {
 
 struct StoreOpenOptions {
-  std::string cache_directory;      // "" = $REEL_CACHE_DIR, or no cache when that is unset too
-  uint64_t cache_max_bytes = 0;     // 0 = $REEL_CACHE_MAX_GB GiB, or 10 GiB
+  std::string cache_directory;   // "" = $REEL_CACHE_DIR, or no cache when that is unset too
+  uint64_t cache_max_bytes = 0;  // 0 = $REEL_CACHE_MAX_GB GiB, or 10 GiB
 };
 
 // Errors: InvalidArgument (bad URI, unknown scheme, bad S3 settings), and Open errors of the

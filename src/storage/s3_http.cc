@@ -90,7 +90,8 @@ size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
     t->response->headers.clear();
     size_t space = line.find(' ');
     if (space != std::string_view::npos) {
-      t->response->status = std::strtol(std::string(line.substr(space + 1, 3)).c_str(), nullptr, 10);
+      t->response->status =
+          std::strtol(std::string(line.substr(space + 1, 3)).c_str(), nullptr, 10);
     }
     return n;
   }
@@ -203,7 +204,8 @@ int HttpClient::Attempt(Handle* handle, const HttpRequest& request, HttpResponse
   } else if (request.method == "POST") {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
   } else {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
@@ -213,7 +215,8 @@ int HttpClient::Attempt(Handle* handle, const HttpRequest& request, HttpResponse
   headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
   // No "Expect:" override here: libcurl's SigV4 would sign the empty header it then omits.
   if (!options_.session_token.empty()) {
-    headers = curl_slist_append(headers, ("x-amz-security-token: " + options_.session_token).c_str());
+    headers =
+        curl_slist_append(headers, ("x-amz-security-token: " + options_.session_token).c_str());
   }
   for (const auto& [name, value] : request.headers) {
     headers = curl_slist_append(headers, (name + ": " + value).c_str());
@@ -263,27 +266,27 @@ Result<HttpResponse> HttpClient::Execute(const HttpRequest& request) {
     response.attempts = attempt;
     if (code == CURLE_OK && !IsRetryableStatus(response.status)) return response;
     if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
-      return InvalidArgumentError(request.description + ": " + curl_error + " (check the endpoint '" +
-                                  options_.endpoint + "')");
+      return InvalidArgumentError(request.description + ": " + curl_error +
+                                  " (check the endpoint '" + options_.endpoint + "')");
     }
     if (code != CURLE_OK && !IsRetryableCurlCode(code)) {
       return UnavailableError(request.description + ": " + curl_error);
     }
-    last_failure = code != CURLE_OK
-                       ? curl_error
-                       : "HTTP " + std::to_string(response.status) + " " +
-                             ErrorSummary(response.body);
+    last_failure = code != CURLE_OK ? curl_error
+                                    : "HTTP " + std::to_string(response.status) + " " +
+                                          ErrorSummary(response.body);
     if (attempt == options_.max_attempts) break;
     ++retries_;
     // Full jitter: sleep uniformly in [0, min(cap, base * 2^(attempt-1))].
-    int64_t ceiling = std::min<int64_t>(options_.max_backoff_ms,
-                                        int64_t{options_.initial_backoff_ms} << std::min(attempt - 1, 20));
+    int64_t ceiling = std::min<int64_t>(
+        options_.max_backoff_ms, int64_t{options_.initial_backoff_ms} << std::min(attempt - 1, 20));
     int64_t sleep_ms = std::uniform_int_distribution<int64_t>(0, ceiling)(rng);
     Logger("storage")->debug("{}: attempt {} failed ({}); retrying in {} ms", request.description,
                              attempt, last_failure, sleep_ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds);
   return UnavailableError(request.description + ": gave up after " +

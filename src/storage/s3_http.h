@@ -21,7 +21,7 @@ struct HttpRequest {
   std::string url;             // absolute, path already percent-encoded
   std::string query;           // canonical: sorted, encoded, "k=v&k2=" (no leading '?')
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string_view body;       // sent for PUT and POST
+  std::string_view body;  // sent for PUT and POST
   // When set, a 2xx body is written here (at most sink_capacity bytes; more is DataLoss)
   // instead of into HttpResponse::body.
   char* sink = nullptr;
@@ -63,9 +63,9 @@ class HttpClient {
               std::string* curl_error, bool* overflow);
 
   S3Options options_;
-  std::string sigv4_param_;   // "aws:amz:REGION:s3"
-  std::string credentials_;   // "key:secret"
-  std::string no_proxy_;      // $NO_PROXY plus the loopback names
+  std::string sigv4_param_;  // "aws:amz:REGION:s3"
+  std::string credentials_;  // "key:secret"
+  std::string no_proxy_;     // $NO_PROXY plus the loopback names
   std::mutex mu_;
   std::vector<Handle*> idle_;
   std::atomic<uint64_t> requests_{0}, retries_{0}, connections_{0}, bytes_sent_{0},

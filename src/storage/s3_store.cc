@@ -150,8 +150,10 @@ Status S3Store::Impl::ErrorFrom(const HttpResponse& response, const std::string&
         return AlreadyExistsError(message);
       }
       return FailedPreconditionError(message);
-    case 412: return FailedPreconditionError(message);
-    case 416: return OutOfRangeError(message);
+    case 412:
+      return FailedPreconditionError(message);
+    case 416:
+      return OutOfRangeError(message);
     default:
       if (response.status >= 400 && response.status < 500) return InvalidArgumentError(message);
       return InternalError(message + " (unexpected HTTP " + std::to_string(response.status) + ")");

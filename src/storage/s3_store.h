@@ -93,7 +93,7 @@ class S3Store : public ObjectStore {
   // Bucket management, for tests and `reel storage mb`. Errors: AlreadyExists
   // (BucketAlreadyOwnedByYou / BucketAlreadyExists), NotFound, FailedPrecondition
   // (BucketNotEmpty).
-  Status CreateBucket();
+  Status CreateBucket() override;
   Status DeleteBucket();
 
   S3Stats stats() const;

@@ -15,6 +15,9 @@
 #include "base/hash.h"
 #include "storage/caching_store.h"
 #include "storage/testing/ceph_env.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+#include "testing/wait.h"
 
 namespace reel::storage {
 namespace {
@@ -39,19 +42,19 @@ class S3StoreTest : public ::testing::Test {
     bucket_ = "reel-test-" + std::to_string(::getpid());
     auto store = Open(bucket_);
     Status created = store->CreateBucket();
-    ASSERT_TRUE(created.ok()) << created.ToString();
+    ASSERT_OK(created);
   }
 
   static S3Options Options() {
     auto options = S3Options::FromEnvironment();
-    EXPECT_TRUE(options.ok()) << options.status().ToString();
+    EXPECT_OK(options);
     return *options;
   }
 
   static std::unique_ptr<S3Store> Open(const std::string& bucket, const std::string& prefix = "",
                                        S3Options options = Options()) {
     auto store = S3Store::Open(bucket, prefix, options);
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_OK(store);
     return std::move(store).value();
   }
 
@@ -63,15 +66,15 @@ std::string S3StoreTest::bucket_;
 TEST_F(S3StoreTest, SmallObjectRoundTripWithMetadata) {
   std::string data = RandomBytes(100000, 1);
   data[10] = '\0';
-  ASSERT_TRUE(store_->Put("small/a.bin", data).ok());
+  ASSERT_OK(store_->Put("small/a.bin", data));
   ObjectInfo info;
   auto got = store_->Get("small/a.bin", &info);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   EXPECT_EQ(*got, data);
   EXPECT_EQ(info.size, data.size());
   EXPECT_EQ(info.etag, Md5Hex(data));  // single-part ETag is the MD5 of the bytes
   auto head = store_->Head("small/a.bin");
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   EXPECT_EQ(head->size, data.size());
   EXPECT_EQ(head->etag, info.etag);
   EXPECT_GT(head->mtime_ms, 1600000000000);
@@ -80,8 +83,8 @@ TEST_F(S3StoreTest, SmallObjectRoundTripWithMetadata) {
 
 TEST_F(S3StoreTest, ConnectionsAreKeptAliveAndReused) {
   auto store = Open(bucket_, "t");
-  ASSERT_TRUE(store->Put("reuse/k", "v").ok());
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store->Get("reuse/k").ok());
+  ASSERT_OK(store->Put("reuse/k", "v"));
+  for (int i = 0; i < 20; ++i) ASSERT_OK(store->Get("reuse/k"));
   auto stats = store->stats();
   EXPECT_EQ(stats.requests, 21u);
   EXPECT_EQ(stats.connections, 1u) << "each request opened its own connection";
@@ -89,12 +92,12 @@ TEST_F(S3StoreTest, ConnectionsAreKeptAliveAndReused) {
 
 TEST_F(S3StoreTest, KeysWithSpecialCharactersRoundTripAndList) {
   const std::string key = "odd/with space/\xc3\xbc+&=?#%.bin";
-  ASSERT_TRUE(store_->Put(key, "x").ok());
+  ASSERT_OK(store_->Put(key, "x"));
   auto got = store_->Get(key);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   EXPECT_EQ(*got, "x");
   auto listed = ListAll(*store_, "odd/");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].key, key);
 }
@@ -102,16 +105,16 @@ TEST_F(S3StoreTest, KeysWithSpecialCharactersRoundTripAndList) {
 TEST_F(S3StoreTest, MultipartRoundTripOf200MiBMatchesChecksum) {
   std::string data = RandomBytes(200u << 20, 2);
   const std::string expected = Xxh3_128Hex(data);
-  ASSERT_TRUE(store_->Put("big/200m.bin", data).ok());
+  ASSERT_OK(store_->Put("big/200m.bin", data));
   data = std::string();  // free before reading back
   auto head = store_->Head("big/200m.bin");
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   EXPECT_EQ(head->size, 200u << 20);
   // A multipart ETag ends in "-<parts>": 200 MiB in 16 MiB parts is 13 parts.
   EXPECT_NE(head->etag.find("-13"), std::string::npos) << head->etag;
   auto before = store_->stats();
   auto got = store_->Get("big/200m.bin");
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   EXPECT_EQ(got->size(), 200u << 20);
   EXPECT_EQ(Xxh3_128Hex(*got), expected);
   // Read as parallel ranges: 13 ranged GETs, no HEAD.
@@ -125,24 +128,24 @@ TEST_F(S3StoreTest, StreamingWriterAndReaderAcrossTheMultipartThreshold) {
   auto store = Open(bucket_, "t", options);
   std::string data = RandomBytes(23u << 20, 3);  // 5 parts, the last one short
   auto writer = store->OpenWriter("stream/w.bin");
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   for (size_t i = 0; i < data.size(); i += 777777) {
-    ASSERT_TRUE((*writer)->Write(std::string_view(data).substr(i, 777777)).ok());
+    ASSERT_OK((*writer)->Write(std::string_view(data).substr(i, 777777)));
   }
-  ASSERT_TRUE((*writer)->Close().ok());
+  ASSERT_OK((*writer)->Close());
   auto head = store->Head("stream/w.bin");
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   EXPECT_EQ(head->size, data.size());
   EXPECT_NE(head->etag.find("-5"), std::string::npos) << head->etag;
 
   auto reader = store->OpenReader("stream/w.bin");
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   EXPECT_EQ((*reader)->size(), data.size());
   std::string read;
   std::string buffer(1 << 20, '\0');
   while (true) {
     auto n = (*reader)->Read(buffer.data(), 999999);
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_OK(n);
     if (*n == 0) break;
     read.append(buffer.data(), *n);
   }
@@ -150,10 +153,10 @@ TEST_F(S3StoreTest, StreamingWriterAndReaderAcrossTheMultipartThreshold) {
 
   // A small streamed object goes up as one PUT.
   auto small = store->OpenWriter("stream/small.bin");
-  ASSERT_TRUE(small.ok());
-  ASSERT_TRUE((*small)->Write("hello ").ok());
-  ASSERT_TRUE((*small)->Write("world").ok());
-  ASSERT_TRUE((*small)->Close().ok());
+  ASSERT_OK(small);
+  ASSERT_OK((*small)->Write("hello "));
+  ASSERT_OK((*small)->Write("world"));
+  ASSERT_OK((*small)->Close());
   EXPECT_EQ(store->Get("stream/small.bin").value(), "hello world");
 }
 
@@ -164,36 +167,36 @@ TEST_F(S3StoreTest, AbandonedWriterLeavesNoObject) {
   auto store = Open(bucket_, "t", options);
   {
     auto writer = store->OpenWriter("abandoned.bin");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE((*writer)->Write(RandomBytes(12 << 20, 4)).ok());
+    ASSERT_OK(writer);
+    ASSERT_OK((*writer)->Write(RandomBytes(12 << 20, 4)));
   }  // destroyed without Close: the multipart upload is aborted
-  EXPECT_EQ(store->Head("abandoned.bin").status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(store->Head("abandoned.bin"), StatusCode::kNotFound);
 }
 
 TEST_F(S3StoreTest, RangedReadsAtObjectEdges) {
   std::string data = RandomBytes(1000, 5);
-  ASSERT_TRUE(store_->Put("range/k", data).ok());
+  ASSERT_OK(store_->Put("range/k", data));
   EXPECT_EQ(store_->GetRange("range/k", 0, 1).value(), data.substr(0, 1));
   EXPECT_EQ(store_->GetRange("range/k", 999, 1).value(), data.substr(999, 1));
   EXPECT_EQ(store_->GetRange("range/k", 990, 100).value(), data.substr(990));  // clipped
   EXPECT_EQ(store_->GetRange("range/k", 1000, 5).value(), "");                 // at the end
   EXPECT_EQ(store_->GetRange("range/k", 10, 0).value(), "");
   auto past = store_->GetRange("range/k", 1001, 1);
-  EXPECT_EQ(past.status().code(), StatusCode::kOutOfRange) << past.status().ToString();
-  EXPECT_EQ(store_->GetRange("range/missing", 0, 1).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(past, StatusCode::kOutOfRange) << past.status().ToString();
+  EXPECT_STATUS(store_->GetRange("range/missing", 0, 1), StatusCode::kNotFound);
 
   // A range longer than a part is fetched as parallel ranges.
   std::string big = RandomBytes(40u << 20, 6);
-  ASSERT_TRUE(store_->Put("range/big", big).ok());
+  ASSERT_OK(store_->Put("range/big", big));
   auto middle = store_->GetRange("range/big", 12345, 35u << 20);
-  ASSERT_TRUE(middle.ok()) << middle.status().ToString();
+  ASSERT_OK(middle);
   EXPECT_TRUE(*middle == big.substr(12345, 35u << 20));
   auto tail = store_->GetRange("range/big", (40u << 20) - 7, 100u << 20);
-  ASSERT_TRUE(tail.ok());
+  ASSERT_OK(tail);
   EXPECT_EQ(*tail, big.substr((40u << 20) - 7));
 
   // An empty object reads back empty (a ranged GET of it is a 416 on S3).
-  ASSERT_TRUE(store_->Put("range/empty", "").ok());
+  ASSERT_OK(store_->Put("range/empty", ""));
   EXPECT_EQ(store_->Get("range/empty").value(), "");
 }
 
@@ -216,7 +219,7 @@ TEST_F(S3StoreTest, ListsMoreThan1000KeysAcrossPages) {
   ASSERT_EQ(failures.load(), 0);
 
   auto all = ListAll(*store, "");
-  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), static_cast<size_t>(kKeys));
   for (size_t i = 1; i < all->size(); ++i) EXPECT_LT((*all)[i - 1].key, (*all)[i].key);
   EXPECT_EQ(all->front().key, "even/00000");
@@ -224,39 +227,38 @@ TEST_F(S3StoreTest, ListsMoreThan1000KeysAcrossPages) {
   ListOptions options;
   options.max_keys = 1000;
   auto first = store->List(options);
-  ASSERT_TRUE(first.ok());
+  ASSERT_OK(first);
   EXPECT_EQ(first->objects.size(), 1000u);
   EXPECT_FALSE(first->next_page_token.empty());
   options.page_token = first->next_page_token;
   auto second = store->List(options);
-  ASSERT_TRUE(second.ok());
+  ASSERT_OK(second);
   EXPECT_EQ(second->objects.size(), 100u);
   EXPECT_TRUE(second->next_page_token.empty());
 
   ListOptions grouped;
   grouped.delimiter = "/";
   auto groups = store->List(grouped);
-  ASSERT_TRUE(groups.ok());
+  ASSERT_OK(groups);
   EXPECT_EQ(groups->common_prefixes, (std::vector<std::string>{"even/", "odd/"}));
   EXPECT_TRUE(groups->objects.empty());
 
   options.max_keys = 0;
-  EXPECT_EQ(store->List(options).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(store->List(options), StatusCode::kInvalidArgument);
 }
 
 TEST_F(S3StoreTest, MissingBucketAndMissingKeyAreNotFoundWithTheReason) {
   auto missing_key = store_->Get("no/such/key");
-  EXPECT_EQ(missing_key.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(missing_key, StatusCode::kNotFound);
   EXPECT_NE(missing_key.status().message().find("NoSuchKey"), std::string::npos)
       << missing_key.status().ToString();
   auto head = store_->Head("no/such/key");
-  EXPECT_EQ(head.status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(head, StatusCode::kNotFound);
 
   auto nobucket = Open("reel-no-such-bucket-" + std::to_string(::getpid()));
   for (const Status& status : {nobucket->Get("k").status(), nobucket->Head("k").status(),
-                               nobucket->List(ListOptions{}).status(),
-                               nobucket->Put("k", "v")}) {
-    EXPECT_EQ(status.code(), StatusCode::kNotFound) << status.ToString();
+                               nobucket->List(ListOptions{}).status(), nobucket->Put("k", "v")}) {
+    EXPECT_STATUS(status, StatusCode::kNotFound) << status.ToString();
     EXPECT_NE(status.message().find("NoSuchBucket"), std::string::npos) << status.ToString();
   }
 }
@@ -265,13 +267,13 @@ TEST_F(S3StoreTest, BadCredentialsArePermissionDeniedWithTheServersReason) {
   S3Options wrong_secret = Options();
   wrong_secret.secret_access_key = "not-the-secret-not-the-secret-not-the-se";
   auto status = Open(bucket_, "t", wrong_secret)->Put("denied", "x");
-  EXPECT_EQ(status.code(), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(status, StatusCode::kPermissionDenied);
   EXPECT_NE(status.message().find("SignatureDoesNotMatch"), std::string::npos) << status.ToString();
 
   S3Options unknown_key = Options();
   unknown_key.access_key_id = "AKIANOTAKNOWNKEY0000";
   auto get = Open(bucket_, "t", unknown_key)->Get("small/a.bin");
-  EXPECT_EQ(get.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(get, StatusCode::kPermissionDenied);
   EXPECT_NE(get.status().message().find("InvalidAccessKeyId"), std::string::npos)
       << get.status().ToString();
   // 4xx answers are never retried.
@@ -279,9 +281,9 @@ TEST_F(S3StoreTest, BadCredentialsArePermissionDeniedWithTheServersReason) {
 }
 
 TEST_F(S3StoreTest, PutIfAbsentHasExactlyOneWinner) {
-  ASSERT_TRUE(store_->PutIfAbsent("lock/once", "first").ok());
+  ASSERT_OK(store_->PutIfAbsent("lock/once", "first"));
   auto again = store_->PutIfAbsent("lock/once", "second");
-  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists) << again.ToString();
+  EXPECT_STATUS(again, StatusCode::kAlreadyExists) << again.ToString();
   EXPECT_EQ(store_->Get("lock/once").value(), "first");
 
   std::atomic<int> winners{0}, losers{0};
@@ -289,8 +291,10 @@ TEST_F(S3StoreTest, PutIfAbsentHasExactlyOneWinner) {
   for (int i = 0; i < 8; ++i) {
     racers.emplace_back([&, i] {
       Status s = store_->PutIfAbsent("lock/race", "racer-" + std::to_string(i));
-      if (s.ok()) ++winners;
-      else if (s.code() == StatusCode::kAlreadyExists) ++losers;
+      if (s.ok())
+        ++winners;
+      else if (s.code() == StatusCode::kAlreadyExists)
+        ++losers;
     });
   }
   for (auto& r : racers) r.join();
@@ -299,17 +303,17 @@ TEST_F(S3StoreTest, PutIfAbsentHasExactlyOneWinner) {
 }
 
 TEST_F(S3StoreTest, CacheServesTheSecondReadWithoutTouchingTheServer) {
-  char dir_template[] = "/tmp/reel-cache-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  reel::testing::TempDir dir_template_owner;
+  const std::string dir_template = dir_template_owner.path();
   auto s3 = Open(bucket_, "t");
   S3Store* raw = s3.get();
   std::string data = RandomBytes(3 << 20, 7);
-  ASSERT_TRUE(raw->Put("cache/obj", data).ok());
+  ASSERT_OK(raw->Put("cache/obj", data));
   CacheOptions options;
   options.directory = dir_template;
   options.max_bytes = 64 << 20;
   auto cache = CachingStore::Open(std::move(s3), options);
-  ASSERT_TRUE(cache.ok());
+  ASSERT_OK(cache);
   uint64_t before_first = raw->stats().requests;
   EXPECT_EQ((*cache)->Get("cache/obj").value(), data);
   uint64_t after_first = raw->stats().requests;
@@ -335,14 +339,15 @@ TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   std::string data = RandomBytes(160u << 20, 8);
   const std::string expected = Xxh3_128Hex(data);
 
+  // The gateway stops once `started`, and comes back only after the store has failed a request
+  // against it and backed off to retry: the outage is decided by the client's own events.
   auto restart_when = [&](const std::function<bool()>& started) {
     return std::thread([&, started] {
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (!started() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
+      EXPECT_TRUE(reel::testing::WaitUntil(started, std::chrono::seconds(30)));
+      const uint64_t retries_before = store->stats().retries;
       EXPECT_EQ(testing::CephControl("stop-rgw"), 0);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      EXPECT_TRUE(reel::testing::WaitUntil([&] { return store->stats().retries > retries_before; },
+                                           std::chrono::seconds(30)));
       EXPECT_EQ(testing::CephControl("start-rgw"), 0);
     });
   };
@@ -351,16 +356,17 @@ TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   std::thread restarter = restart_when([&] { return store->stats().bytes_sent > (40u << 20); });
   Status put = store->Put("restart/obj", data);
   restarter.join();
-  ASSERT_TRUE(put.ok()) << put.ToString();
+  ASSERT_OK(put);
   EXPECT_GT(store->stats().retries, 0u) << "the restart did not interrupt the upload";
 
   // Download: the gateway stops once 40 MiB have come back.
   uint64_t received_before = store->stats().bytes_received;
   uint64_t retries_before = store->stats().retries;
-  restarter = restart_when([&] { return store->stats().bytes_received - received_before > (40u << 20); });
+  restarter =
+      restart_when([&] { return store->stats().bytes_received - received_before > (40u << 20); });
   auto got = store->Get("restart/obj");
   restarter.join();
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   EXPECT_EQ(Xxh3_128Hex(*got), expected);
   EXPECT_GT(store->stats().retries, retries_before) << "the restart did not interrupt the download";
 }
@@ -375,13 +381,13 @@ TEST_F(S3StoreTest, GatewayDownBeyondTheRetryBudgetIsUnavailable) {
   auto got = store->Get("small/a.bin");
   Status put = store->Put("down", "x");
   ASSERT_EQ(testing::CephControl("start-rgw"), 0);
-  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().ToString();
+  EXPECT_STATUS(got, StatusCode::kUnavailable) << got.status().ToString();
   EXPECT_NE(got.status().message().find("gave up after 3 attempts"), std::string::npos)
       << got.status().ToString();
-  EXPECT_EQ(put.code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(put, StatusCode::kUnavailable);
   EXPECT_EQ(store->stats().requests, 6u);
   // And it works again once the gateway is back.
-  EXPECT_TRUE(store->Put("down", "x").ok());
+  EXPECT_OK(store->Put("down", "x"));
 }
 
 }  // namespace

@@ -4,11 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <deque>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "base/hash.h"
 #include "base/logging.h"
@@ -97,8 +97,10 @@ Status FetchRange(S3Store::Impl& impl, std::string_view key, uint64_t offset, ui
     return Status::Ok();
   }
   if (response.status == 412) {
-    return DataLossError(request.description + ": the object changed while being read (ETag is "
-                         "no longer '" + etag + "')");
+    return DataLossError(request.description +
+                         ": the object changed while being read (ETag is "
+                         "no longer '" +
+                         etag + "')");
   }
   return impl.ErrorFrom(response, request.description);
 }
@@ -128,8 +130,8 @@ class MultipartUpload {
     if (response.status != 200) return impl.ErrorFrom(response, request.description);
     std::string upload_id = XmlText(response.body, "UploadId");
     if (upload_id.empty()) {
-      return InternalError(request.description + ": answer has no UploadId: " +
-                           response.body.substr(0, 200));
+      return InternalError(request.description +
+                           ": answer has no UploadId: " + response.body.substr(0, 200));
     }
     return std::unique_ptr<MultipartUpload>(new MultipartUpload(impl, key, std::move(upload_id)));
   }
@@ -181,9 +183,9 @@ class MultipartUpload {
     request.description = impl_.Describe("ABORT MULTIPART UPLOAD", key_);
     auto response = impl_.http.Execute(request);
     if (!response.ok() || (response->status != 204 && response->status != 200)) {
-      Logger("storage")->warn("{}: could not abort upload {}: {}", request.description, id_,
-                              response.ok() ? std::to_string(response->status)
-                                            : response.status().ToString());
+      Logger("storage")->warn(
+          "{}: could not abort upload {}: {}", request.description, id_,
+          response.ok() ? std::to_string(response->status) : response.status().ToString());
     }
   }
 
@@ -296,8 +298,8 @@ class S3Writer : public ObjectWriter {
     int number = ++parts_submitted_;
     auto part = std::make_shared<std::string>(std::move(data));
     MultipartUpload* upload = upload_.get();
-    in_flight_.push_back(impl_.pool.Submit(
-        [upload, number, part]() { return upload->UploadPart(number, *part); }));
+    in_flight_.push_back(
+        impl_.pool.Submit([upload, number, part]() { return upload->UploadPart(number, *part); }));
   }
 
   void CollectOldest() {
@@ -337,8 +339,7 @@ std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> para
   return query;
 }
 
-Status PutSingle(S3Store::Impl& impl, std::string_view key, std::string_view data,
-                 bool if_absent) {
+Status PutSingle(S3Store::Impl& impl, std::string_view key, std::string_view data, bool if_absent) {
   // The MD5 is needed for Content-MD5 (the server refuses bytes that do not match it) and for
   // recognising our own write after a retried PutIfAbsent.
   const bool need_md5 = impl.options.content_md5 || if_absent;
@@ -383,8 +384,8 @@ Status UploadMultipart(S3Store::Impl& impl, std::string_view key, std::string_vi
   size_t n = static_cast<size_t>((data.size() + part - 1) / part);
   std::vector<std::string> etags(n);
   REEL_RETURN_IF_ERROR(ParallelFor(impl, n, [&](size_t i) -> Status {
-    REEL_ASSIGN_OR_RETURN(etags[i], upload->UploadPart(static_cast<int>(i + 1),
-                                                       data.substr(i * part, part)));
+    REEL_ASSIGN_OR_RETURN(etags[i],
+                          upload->UploadPart(static_cast<int>(i + 1), data.substr(i * part, part)));
     return Status::Ok();
   }));
   return upload->Complete(etags);

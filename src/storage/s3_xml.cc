@@ -65,11 +65,16 @@ std::string XmlUnescape(std::string_view text) {
       break;
     }
     std::string_view entity = text.substr(i + 1, semi - i - 1);
-    if (entity == "amp") out += '&';
-    else if (entity == "lt") out += '<';
-    else if (entity == "gt") out += '>';
-    else if (entity == "quot") out += '"';
-    else if (entity == "apos") out += '\'';
+    if (entity == "amp")
+      out += '&';
+    else if (entity == "lt")
+      out += '<';
+    else if (entity == "gt")
+      out += '>';
+    else if (entity == "quot")
+      out += '"';
+    else if (entity == "apos")
+      out += '\'';
     else if (entity.size() > 1 && entity[0] == '#') {
       bool hex = entity[1] == 'x' || entity[1] == 'X';
       std::string_view digits = entity.substr(hex ? 2 : 1);
@@ -77,9 +82,12 @@ std::string XmlUnescape(std::string_view text) {
       bool valid = !digits.empty() && digits.size() <= 8;
       for (char c : digits) {
         int value = -1;
-        if (c >= '0' && c <= '9') value = c - '0';
-        else if (hex && c >= 'a' && c <= 'f') value = c - 'a' + 10;
-        else if (hex && c >= 'A' && c <= 'F') value = c - 'A' + 10;
+        if (c >= '0' && c <= '9')
+          value = c - '0';
+        else if (hex && c >= 'a' && c <= 'f')
+          value = c - 'a' + 10;
+        else if (hex && c >= 'A' && c <= 'F')
+          value = c - 'A' + 10;
         if (value < 0) {
           valid = false;
           break;
@@ -121,12 +129,23 @@ std::string XmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -147,8 +166,8 @@ int64_t ParseIso8601Ms(std::string_view text) {
   double seconds;
   int consumed = 0;
   std::string s(text);
-  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%lf%n", &year, &month, &day, &hour, &minute,
-                  &seconds, &consumed) != 6) {
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%lf%n", &year, &month, &day, &hour, &minute, &seconds,
+                  &consumed) != 6) {
     return -1;
   }
   std::string_view zone = text.substr(static_cast<size_t>(consumed));

@@ -21,7 +21,7 @@ std::string XmlUnescape(std::string_view text);
 std::string XmlEscape(std::string_view text);
 
 struct S3Error {
-  std::string code;       // "NoSuchKey"; "" when the body is not an S3 error document
+  std::string code;  // "NoSuchKey"; "" when the body is not an S3 error document
   std::string message;
   std::string resource;
 };

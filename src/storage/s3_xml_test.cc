@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "testing/status_matchers.h"
+
 namespace reel::storage::s3 {
 namespace {
 
@@ -40,7 +42,8 @@ const char kListBody[] =
     "<Name>reel-data</Name><Prefix>ds/</Prefix><KeyCount>4</KeyCount><MaxKeys>4</MaxKeys>"
     "<Delimiter>/</Delimiter><IsTruncated>true</IsTruncated>"
     "<ContinuationToken>prev</ContinuationToken>"
-    "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=&amp;x</NextContinuationToken>"
+    "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=&amp;x</"
+    "NextContinuationToken>"
     "<Contents><Key>ds/a&amp;b.tar</Key><LastModified>2026-11-29T16:20:01.123Z</LastModified>"
     "<ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag><Size>1234</Size>"
     "<Owner><ID>owner-id</ID><DisplayName>Owner</DisplayName></Owner>"
@@ -54,7 +57,7 @@ const char kListBody[] =
 
 TEST(S3XmlTest, ParseListObjectsV2) {
   auto result = ParseListObjectsV2(kListBody);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_OK(result);
   ASSERT_EQ(result->objects.size(), 2u);
   const ObjectInfo& first = result->objects[0];
   EXPECT_EQ(first.key, "ds/a&b.tar");
@@ -78,7 +81,7 @@ TEST(S3XmlTest, ParseListObjectsV2LastAndEmptyPages) {
       "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name>"
       "<Prefix>none/</Prefix><KeyCount>0</KeyCount><MaxKeys>1000</MaxKeys>"
       "<IsTruncated>false</IsTruncated></ListBucketResult>");
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_TRUE(empty->objects.empty());
   EXPECT_TRUE(empty->common_prefixes.empty());
   EXPECT_FALSE(empty->truncated);
@@ -88,7 +91,7 @@ TEST(S3XmlTest, ParseListObjectsV2LastAndEmptyPages) {
       "<ListBucketResult><IsTruncated>false</IsTruncated>"
       "<Contents><Key>k</Key><Size>0</Size><ETag>\"e\"</ETag>"
       "<LastModified>1970-01-01T00:00:00.000Z</LastModified></Contents></ListBucketResult>");
-  ASSERT_TRUE(last.ok());
+  ASSERT_OK(last);
   ASSERT_EQ(last->objects.size(), 1u);
   EXPECT_EQ(last->objects[0].key, "k");
   EXPECT_EQ(last->objects[0].size, 0u);
@@ -103,7 +106,7 @@ TEST(S3XmlTest, ParseListObjectsV2RefusesBadAnswers) {
       "<ListBucketResult><IsTruncated>true</IsTruncated>"
       "<Contents><Key>k</Key><Size>1</Size></Contents></ListBucketResult>");
   EXPECT_FALSE(no_token.ok());
-  EXPECT_EQ(no_token.status().code(), StatusCode::kInternal);
+  EXPECT_STATUS(no_token, StatusCode::kInternal);
 
   auto error_body = ParseListObjectsV2(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NoSuchBucket</Code>"

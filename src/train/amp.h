@@ -36,7 +36,8 @@ struct GradScalerState {
 
 class GradScaler {
  public:
-  explicit GradScaler(bool enabled, double growth = 2.0, double backoff = 0.5, int64_t growth_interval = 2000);
+  explicit GradScaler(bool enabled, double growth = 2.0, double backoff = 0.5,
+                      int64_t growth_interval = 2000);
 
   bool enabled() const { return enabled_; }
   torch::Tensor ScaleLoss(const torch::Tensor& loss) const;

@@ -4,19 +4,25 @@
 //                                             trainer's JSON (step, loader state, loss scaler,
 //                                             schedule, config) in its metadata under "trainer"
 //   <uri>/step-0000000100/config.yaml         the run's config, for people
+//   <uri>/step-0000000100/checksums.json      {"model.safetensors": "<xxh3-64 hex>", ...}
 //   <uri>/latest                              {"step": 100, "dir": "step-0000000100"}
-// Every object is put atomically (the stores' contract) and `latest` is written after the rest,
-// so a crash mid-save leaves the previous checkpoint current. After a save, all but the newest
-// `keep` checkpoints are deleted.
-// Errors: the store's; DataLoss for a `latest` that is malformed or names missing objects;
-// NotFound from Load when no checkpoint exists.
+// Every object is put atomically (the stores' contract); model.safetensors, which marks a
+// folder as a checkpoint, is written after the rest of its folder and `latest` after that, so a
+// crash mid-save leaves the previous checkpoint current. After a save, all but the newest `keep`
+// checkpoints are deleted. Load verifies every file against checksums.json (checkpoints of
+// releases before it have none and load unverified).
+// Errors: the store's; DataLoss for a `latest` that is malformed or names missing objects, and
+// for a file that is truncated, corrupt or fails its checksum; NotFound from Load when no
+// checkpoint exists.
 // Thread-safety: one writer per URI at a time; readers may run alongside.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -50,6 +56,11 @@ class CheckpointStore {
   static std::string DirName(int64_t step);
 
  private:
+  using Checksums = std::map<std::string, std::string>;  // file name -> xxh3-64 hex
+  static std::string Checksum(std::string_view bytes);
+  Result<Checksums> LoadChecksums(const std::string& dir);
+  Status Verify(const Checksums& checksums, const std::string& relative,
+                std::string_view bytes) const;
   std::string Key(const std::string& relative) const;
   std::shared_ptr<storage::ObjectStore> store_;
   std::string prefix_;  // "" or "a/b/" within the store

@@ -9,7 +9,8 @@ namespace reel::train {
 
 Evaluator::Evaluator(int num_classes)
     : num_classes_(num_classes),
-      confusion_(static_cast<size_t>(num_classes), std::vector<int64_t>(static_cast<size_t>(num_classes), 0)) {}
+      confusion_(static_cast<size_t>(num_classes),
+                 std::vector<int64_t>(static_cast<size_t>(num_classes), 0)) {}
 
 Status Evaluator::Add(const std::vector<float>& scores, int label, const std::string& video_key) {
   if (static_cast<int>(scores.size()) != num_classes_) {
@@ -22,7 +23,8 @@ Status Evaluator::Add(const std::vector<float>& scores, int label, const std::st
   // Rank of the true class: how many classes scored strictly higher (ties count in its favour).
   int higher = 0;
   for (float s : scores) higher += s > scores[static_cast<size_t>(label)];
-  const auto predicted = static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+  const auto predicted =
+      static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
   ++clips_;
   top1_ += higher == 0;
   top5_ += higher < 5;

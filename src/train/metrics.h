@@ -14,13 +14,13 @@ namespace reel::train {
 
 struct EvalReport {
   int64_t clips = 0;
-  double top1 = 0, top5 = 0;             // clip level, in [0, 1]
+  double top1 = 0, top5 = 0;  // clip level, in [0, 1]
   int64_t videos = 0;
-  double video_top1 = 0;                 // clip scores averaged per video
-  std::vector<double> per_class;         // clip-level top-1 per class (NaN-free: 0 when absent)
+  double video_top1 = 0;          // clip scores averaged per video
+  std::vector<double> per_class;  // clip-level top-1 per class (NaN-free: 0 when absent)
   std::vector<int64_t> per_class_count;
   std::vector<std::vector<int64_t>> confusion;  // [true][predicted], clip level
-  std::vector<std::string> class_names;  // by label index, when the caller knows them
+  std::vector<std::string> class_names;         // by label index, when the caller knows them
 
   std::string ToJson() const;
 };

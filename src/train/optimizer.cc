@@ -31,13 +31,15 @@ StateKeyType StateKey(const torch::Tensor& p) { return StateKeyOf<StateKeyType>(
 
 std::unordered_map<const void*, std::string> ParameterNames(const torch::nn::Module& model) {
   std::unordered_map<const void*, std::string> names;
-  for (const auto& p : model.named_parameters(true)) names[p.value().unsafeGetTensorImpl()] = p.key();
+  for (const auto& p : model.named_parameters(true))
+    names[p.value().unsafeGetTensorImpl()] = p.key();
   return names;
 }
 
 }  // namespace
 
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model, const OptimizerConfig& c) {
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model,
+                                                       const OptimizerConfig& c) {
   std::vector<torch::Tensor> decay, no_decay;
   for (auto& p : model.parameters(true)) {
     if (!p.requires_grad()) continue;
@@ -46,18 +48,18 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model,
   std::vector<torch::optim::OptimizerParamGroup> groups;
   if (c.kind == OptimizerKind::kSgd) {
     auto options = [&](double wd) {
-      return std::make_unique<torch::optim::SGDOptions>(
-          torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(wd));
+      return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(c.lr)
+                                                            .momentum(c.momentum)
+                                                            .nesterov(c.nesterov)
+                                                            .weight_decay(wd));
     };
     groups.emplace_back(decay, options(c.weight_decay));
     if (!no_decay.empty()) groups.emplace_back(no_decay, options(0));
     return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(c.lr));
   }
   auto options = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(c.lr)
-                                                            .betas({c.beta1, c.beta2})
-                                                            .eps(c.eps)
-                                                            .weight_decay(wd));
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(wd));
   };
   groups.emplace_back(decay, options(c.weight_decay));
   if (!no_decay.empty()) groups.emplace_back(no_decay, options(0));
@@ -81,8 +83,10 @@ void SaveOptimizerState(const torch::optim::Optimizer& optimizer, const torch::n
         if (sgd->momentum_buffer().defined()) {
           out->tensors[base + "momentum_buffer"] = models::ToTensorBytes(sgd->momentum_buffer());
         }
-      } else if (auto* adam = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get())) {
-        out->tensors[base + "step"] = models::ToTensorBytes(torch::tensor(adam->step(), torch::kLong));
+      } else if (auto* adam =
+                     dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get())) {
+        out->tensors[base + "step"] =
+            models::ToTensorBytes(torch::tensor(adam->step(), torch::kLong));
         out->tensors[base + "exp_avg"] = models::ToTensorBytes(adam->exp_avg());
         out->tensors[base + "exp_avg_sq"] = models::ToTensorBytes(adam->exp_avg_sq());
       }
@@ -95,12 +99,16 @@ Status LoadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::M
   auto names = ParameterNames(model);
   bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
   std::set<std::string> used;
-  auto tensor_for = [&](const std::string& key, const torch::Tensor& like) -> Result<torch::Tensor> {
+  auto tensor_for = [&](const std::string& key,
+                        const torch::Tensor& like) -> Result<torch::Tensor> {
     auto it = file.tensors.find(key);
-    if (it == file.tensors.end()) return InvalidArgumentError("optimizer state: missing tensor '" + key + "'");
-    REEL_ASSIGN_OR_RETURN(torch::Tensor t, models::FromTensorBytes(it->second, "optimizer state '" + key + "'"));
+    if (it == file.tensors.end())
+      return InvalidArgumentError("optimizer state: missing tensor '" + key + "'");
+    REEL_ASSIGN_OR_RETURN(torch::Tensor t,
+                          models::FromTensorBytes(it->second, "optimizer state '" + key + "'"));
     if (like.defined() && (t.sizes() != like.sizes() || t.scalar_type() != like.scalar_type())) {
-      return InvalidArgumentError("optimizer state: tensor '" + key + "' does not match its parameter");
+      return InvalidArgumentError("optimizer state: tensor '" + key +
+                                  "' does not match its parameter");
     }
     used.insert(key);
     return like.defined() ? t.to(like.device()) : t;

@@ -16,7 +16,8 @@
 
 namespace reel::train {
 
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model, const OptimizerConfig& config);
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model,
+                                                       const OptimizerConfig& config);
 
 // Sets the learning rate of every parameter group.
 void SetLearningRate(torch::optim::Optimizer& optimizer, double lr);

@@ -14,7 +14,8 @@ namespace {
 Status ReadInt(const ConfigNode& node, const char* key, int64_t lo, int64_t hi, int64_t* out) {
   REEL_ASSIGN_OR_RETURN(int64_t v, node.GetInt(key, *out));
   if (v < lo || v > hi) {
-    return node.Child(key).value().Error("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return node.Child(key).value().Error("must be in [" + std::to_string(lo) + ", " +
+                                         std::to_string(hi) + "]");
   }
   *out = v;
   return Status::Ok();
@@ -57,9 +58,9 @@ Result<std::optional<ConfigNode>> Section(const ConfigNode& root, const char* ke
 }
 
 Status ParseData(const ConfigNode& node, DataConfig* d) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"dataset", "cache_dir", "train_split", "val_split", "batch_size",
-                                       "workers", "clip_frames", "frame_stride", "size", "min_scale",
-                                       "flip", "eval_clips"}));
+  REEL_RETURN_IF_ERROR(
+      node.CheckKeys({"dataset", "cache_dir", "train_split", "val_split", "batch_size", "workers",
+                      "clip_frames", "frame_stride", "size", "min_scale", "flip", "eval_clips"}));
   REEL_ASSIGN_OR_RETURN(d->dataset, node.GetString("dataset"));
   if (d->dataset.empty()) return node.Child("dataset").value().Error("must name the dataset root");
   REEL_RETURN_IF_ERROR(ReadString(node, "cache_dir", &d->cache_dir));
@@ -77,8 +78,8 @@ Status ParseData(const ConfigNode& node, DataConfig* d) {
 }
 
 Status ParseOptimizer(const ConfigNode& node, OptimizerConfig* o) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"name", "lr", "momentum", "nesterov", "weight_decay", "betas", "eps",
-                                       "decay_norm_and_bias"}));
+  REEL_RETURN_IF_ERROR(node.CheckKeys({"name", "lr", "momentum", "nesterov", "weight_decay",
+                                       "betas", "eps", "decay_norm_and_bias"}));
   std::string name = "sgd";
   REEL_RETURN_IF_ERROR(ReadString(node, "name", &name));
   if (name == "sgd") {
@@ -88,7 +89,8 @@ Status ParseOptimizer(const ConfigNode& node, OptimizerConfig* o) {
     o->lr = 1e-3;
     o->weight_decay = 1e-2;
   } else {
-    return node.Child("name").value().Error("unknown optimizer '" + name + "' (expected sgd or adamw)");
+    return node.Child("name").value().Error("unknown optimizer '" + name +
+                                            "' (expected sgd or adamw)");
   }
   bool sgd = o->kind == OptimizerKind::kSgd;
   auto only = [&](const char* key, bool allowed) -> Status {
@@ -104,7 +106,8 @@ Status ParseOptimizer(const ConfigNode& node, OptimizerConfig* o) {
   REEL_RETURN_IF_ERROR(ReadDouble(node, "lr", 1e-12, 100.0, &o->lr));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "momentum", 0.0, 0.999999, &o->momentum));
   REEL_RETURN_IF_ERROR(ReadBool(node, "nesterov", &o->nesterov));
-  if (o->nesterov && o->momentum <= 0) return node.Child("nesterov").value().Error("nesterov needs momentum > 0");
+  if (o->nesterov && o->momentum <= 0)
+    return node.Child("nesterov").value().Error("nesterov needs momentum > 0");
   REEL_RETURN_IF_ERROR(ReadDouble(node, "weight_decay", 0.0, 10.0, &o->weight_decay));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "eps", 1e-20, 1.0, &o->eps));
   REEL_RETURN_IF_ERROR(ReadBool(node, "decay_norm_and_bias", &o->decay_norm_and_bias));
@@ -122,8 +125,9 @@ Status ParseOptimizer(const ConfigNode& node, OptimizerConfig* o) {
 }
 
 Status ParseTrain(const ConfigNode& node, TrainConfig* c) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"epochs", "max_steps", "grad_accum", "clip_grad_norm", "label_smoothing",
-                                       "amp", "log_every", "eval_every_epochs"}));
+  REEL_RETURN_IF_ERROR(
+      node.CheckKeys({"epochs", "max_steps", "grad_accum", "clip_grad_norm", "label_smoothing",
+                      "amp", "log_every", "eval_every_epochs"}));
   if (node.Has("epochs") && node.Has("max_steps")) {
     return node.Child("max_steps").value().Error("give either epochs or max_steps, not both");
   }
@@ -137,25 +141,34 @@ Status ParseTrain(const ConfigNode& node, TrainConfig* c) {
   REEL_RETURN_IF_ERROR(ReadDouble(node, "label_smoothing", 0.0, 0.999, &c->label_smoothing));
   std::string amp = "auto";
   REEL_RETURN_IF_ERROR(ReadString(node, "amp", &amp));
-  if (amp == "auto") c->amp = AmpMode::kAuto;
-  else if (amp == "off") c->amp = AmpMode::kOff;
-  else if (amp == "fp16") c->amp = AmpMode::kFp16;
-  else if (amp == "bf16") c->amp = AmpMode::kBf16;
-  else return node.Child("amp").value().Error("unknown amp mode '" + amp + "' (expected auto, off, fp16 or bf16)");
+  if (amp == "auto")
+    c->amp = AmpMode::kAuto;
+  else if (amp == "off")
+    c->amp = AmpMode::kOff;
+  else if (amp == "fp16")
+    c->amp = AmpMode::kFp16;
+  else if (amp == "bf16")
+    c->amp = AmpMode::kBf16;
+  else
+    return node.Child("amp").value().Error("unknown amp mode '" + amp +
+                                           "' (expected auto, off, fp16 or bf16)");
   REEL_RETURN_IF_ERROR(ReadInt(node, "log_every", 1, 1000000000, &c->log_every));
   REEL_RETURN_IF_ERROR(ReadInt(node, "eval_every_epochs", 0, 1000000, &c->eval_every_epochs));
   return Status::Ok();
 }
 
 Status ParseDist(const ConfigNode& node, DistConfig* d) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"bucket_cap_mb", "first_bucket_mb", "compression", "broadcast_buffers",
-                                       "timeout_s", "connect_timeout_s", "iface"}));
+  REEL_RETURN_IF_ERROR(
+      node.CheckKeys({"bucket_cap_mb", "first_bucket_mb", "compression", "broadcast_buffers",
+                      "timeout_s", "connect_timeout_s", "iface"}));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "bucket_cap_mb", 0.001, 4096, &d->bucket_cap_mb));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "first_bucket_mb", 0.001, 4096, &d->first_bucket_mb));
   REEL_RETURN_IF_ERROR(ReadString(node, "compression", &d->compression));
   if (d->compression != "none" && d->compression != "fp16" && d->compression != "bf16") {
-    return node.Child("compression").value().Error("unknown gradient compression '" + d->compression +
-                                                   "' (expected none, fp16 or bf16)");
+    return node.Child("compression")
+        .value()
+        .Error("unknown gradient compression '" + d->compression +
+               "' (expected none, fp16 or bf16)");
   }
   REEL_RETURN_IF_ERROR(ReadBool(node, "broadcast_buffers", &d->broadcast_buffers));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "timeout_s", 0.1, 86400, &d->timeout_s));
@@ -168,8 +181,8 @@ Status ParseDist(const ConfigNode& node, DistConfig* d) {
 
 Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (!root.IsMap()) return root.Error("a training config is a map of sections");
-  REEL_RETURN_IF_ERROR(root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data", "optimizer",
-                                       "schedule", "train", "checkpoint", "dist"}));
+  REEL_RETURN_IF_ERROR(root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data",
+                                       "optimizer", "schedule", "train", "checkpoint", "dist"}));
   TrainConfig c;
   REEL_RETURN_IF_ERROR(ReadString(root, "run_dir", &c.run_dir));
   if (c.run_dir.empty()) return root.Child("run_dir").value().Error("must not be empty");
@@ -179,7 +192,8 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   REEL_RETURN_IF_ERROR(ReadInt(root, "threads", 0, 1024, &c.threads));
   REEL_RETURN_IF_ERROR(ReadString(root, "device", &c.device));
   if (c.device != "auto" && c.device != "cpu" && c.device.rfind("cuda", 0) != 0) {
-    return root.Child("device").value().Error("unknown device '" + c.device + "' (expected auto, cpu, cuda or cuda:N)");
+    return root.Child("device").value().Error("unknown device '" + c.device +
+                                              "' (expected auto, cpu, cuda or cuda:N)");
   }
 
   REEL_ASSIGN_OR_RETURN(ConfigNode model, root.Child("model"));
@@ -195,12 +209,15 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (schedule) {
     REEL_RETURN_IF_ERROR(schedule->CheckKeys({"warmup_epochs", "warmup_steps", "min_lr"}));
     if (schedule->Has("warmup_epochs") && schedule->Has("warmup_steps")) {
-      return schedule->Child("warmup_steps").value().Error("give either warmup_epochs or warmup_steps, not both");
+      return schedule->Child("warmup_steps")
+          .value()
+          .Error("give either warmup_epochs or warmup_steps, not both");
     }
     REEL_RETURN_IF_ERROR(ReadInt(*schedule, "warmup_epochs", 0, 1000000, &c.warmup_epochs));
     if (schedule->Has("warmup_steps")) {
       c.warmup_steps = 0;
-      REEL_RETURN_IF_ERROR(ReadInt(*schedule, "warmup_steps", 0, int64_t{1} << 40, &c.warmup_steps));
+      REEL_RETURN_IF_ERROR(
+          ReadInt(*schedule, "warmup_steps", 0, int64_t{1} << 40, &c.warmup_steps));
     }
     REEL_RETURN_IF_ERROR(ReadDouble(*schedule, "min_lr", 0.0, c.optimizer.lr, &c.min_lr));
   }
@@ -212,7 +229,8 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (checkpoint) {
     REEL_RETURN_IF_ERROR(checkpoint->CheckKeys({"uri", "every_steps", "keep"}));
     REEL_RETURN_IF_ERROR(ReadString(*checkpoint, "uri", &c.checkpoint_uri));
-    REEL_RETURN_IF_ERROR(ReadInt(*checkpoint, "every_steps", 0, int64_t{1} << 40, &c.checkpoint_every_steps));
+    REEL_RETURN_IF_ERROR(
+        ReadInt(*checkpoint, "every_steps", 0, int64_t{1} << 40, &c.checkpoint_every_steps));
     REEL_RETURN_IF_ERROR(ReadInt(*checkpoint, "keep", 1, 1000000, &c.checkpoint_keep));
   }
   if (c.checkpoint_uri.empty()) c.checkpoint_uri = c.run_dir + "/checkpoints";
@@ -237,7 +255,8 @@ Result<TrainConfig> LoadTrainConfig(const std::string& path) {
   return ParseTrainConfigText(text.str(), path);
 }
 
-Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vector<std::string>& overrides) {
+Result<std::string> ApplyConfigOverrides(const std::string& text,
+                                         const std::vector<std::string>& overrides) {
   if (overrides.empty()) return text;
   YAML::Node root;
   try {
@@ -249,7 +268,8 @@ Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vec
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError("override '" + PrintableForMessage(o) + "': expected key.path=value");
+      return InvalidArgumentError("override '" + PrintableForMessage(o) +
+                                  "': expected key.path=value");
     }
     std::string path = o.substr(0, eq);
     YAML::Node value;
@@ -262,14 +282,16 @@ Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vec
     std::vector<std::string> parts;
     std::stringstream split(path);
     for (std::string part; std::getline(split, part, '.');) {
-      if (part.empty()) return InvalidArgumentError("override '" + PrintableForMessage(o) + "': empty key segment");
+      if (part.empty())
+        return InvalidArgumentError("override '" + PrintableForMessage(o) + "': empty key segment");
       parts.push_back(part);
     }
     std::vector<YAML::Node> chain{root};
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
       YAML::Node parent = chain.back();
       if (!parent.IsMap() && !parent.IsNull()) {
-        return InvalidArgumentError("override '" + PrintableForMessage(o) + "': '" + parts[i] + "' is not inside a map");
+        return InvalidArgumentError("override '" + PrintableForMessage(o) + "': '" + parts[i] +
+                                    "' is not inside a map");
       }
       YAML::Node child = parent[parts[i]];
       if (!child.IsDefined() || child.IsNull()) {
@@ -280,8 +302,8 @@ Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vec
     }
     YAML::Node parent = chain.back();
     if (!parent.IsMap()) {
-      return InvalidArgumentError("override '" + PrintableForMessage(o) + "': the parent of '" + parts.back() +
-                                  "' is not a map");
+      return InvalidArgumentError("override '" + PrintableForMessage(o) + "': the parent of '" +
+                                  parts.back() + "' is not a map");
     }
     parent[parts.back()] = value;
   }
@@ -318,7 +340,8 @@ loader::LoaderOptions TrainConfig::EvalLoaderOptions(const std::string& split) c
   o.plan.remainder = loader::Remainder::kPad;  // the evaluator skips the repeats by key
   o.clip.frames = data.clip_frames;
   o.clip.stride = data.frame_stride;
-  o.clip.sampling = data.eval_clips > 1 ? loader::ClipSampling::kUniform : loader::ClipSampling::kCenter;
+  o.clip.sampling =
+      data.eval_clips > 1 ? loader::ClipSampling::kUniform : loader::ClipSampling::kCenter;
   o.clip.clips_per_video = data.eval_clips;
   o.transform.train = false;
   o.transform.size = data.size;

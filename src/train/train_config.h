@@ -148,6 +148,7 @@ Result<TrainConfig> ParseTrainConfigText(const std::string& text, const std::str
 // `text` with "dotted.key=value" overrides applied (values parsed as YAML scalars or flow
 // collections, e.g. "train.max_steps=20", "model.layers=[1,1,1,1]"). InvalidArgument for an
 // override without '=', an empty key, or a key whose parent is not a map.
-Result<std::string> ApplyConfigOverrides(const std::string& text, const std::vector<std::string>& overrides);
+Result<std::string> ApplyConfigOverrides(const std::string& text,
+                                         const std::vector<std::string>& overrides);
 
 }  // namespace reel::train

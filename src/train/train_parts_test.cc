@@ -5,6 +5,7 @@
 
 #include "models/state_dict.h"
 #include "storage/memory_store.h"
+#include "testing/status_matchers.h"
 #include "train/amp.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
@@ -39,7 +40,7 @@ std::string Replace(std::string text, const std::string& from, const std::string
 
 TEST(TrainConfigTest, AFullConfigIsRead) {
   auto c = ParseTrainConfigText(kConfig, "train.yaml");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->seed, 7u);
   EXPECT_EQ(c->model.width, 16);
   EXPECT_EQ(c->data.dataset, "s3://bucket/ds");
@@ -57,46 +58,59 @@ TEST(TrainConfigTest, AFullConfigIsRead) {
 }
 
 TEST(TrainConfigTest, MistakesAreNamedWithFileLineAndKey) {
-  EXPECT_EQ(ErrorOf(Replace(kConfig, "optimizer:", "optimiser:")).rfind("train.yaml:9:1: unknown key 'optimiser'", 0), 0u)
+  EXPECT_EQ(ErrorOf(Replace(kConfig, "optimizer:", "optimiser:"))
+                .rfind("train.yaml:9:1: unknown key 'optimiser'", 0),
+            0u)
       << ErrorOf(Replace(kConfig, "optimizer:", "optimiser:"));
   std::string lr = ErrorOf(Replace(kConfig, "lr: 0.001", "lr: fast"));
   EXPECT_NE(lr.find("train.yaml:9:"), std::string::npos) << lr;
   EXPECT_NE(lr.find("'optimizer.lr'"), std::string::npos) << lr;
-  EXPECT_NE(ErrorOf(Replace(kConfig, "betas: [0.8, 0.99]", "momentum: 0.9")).find("not an option of adamw"),
+  EXPECT_NE(ErrorOf(Replace(kConfig, "betas: [0.8, 0.99]", "momentum: 0.9"))
+                .find("not an option of adamw"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "epochs: 30", "epochs: 30, max_steps: 5")).find("either epochs or max_steps"),
+  EXPECT_NE(ErrorOf(Replace(kConfig, "epochs: 30", "epochs: 30, max_steps: 5"))
+                .find("either epochs or max_steps"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "amp: bf16", "amp: fp8")).find("unknown amp mode 'fp8'"), std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "batch_size: 4", "batch_size: 0")).find("'data.batch_size': must be in"),
+  EXPECT_NE(ErrorOf(Replace(kConfig, "amp: bf16", "amp: fp8")).find("unknown amp mode 'fp8'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "name: r2plus1d", "name: r4d")).find("unknown model 'r4d'"), std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "  dataset: s3://bucket/ds\n", "")).find("dataset"), std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(kConfig, "flip: false", "flip: sometimes")).find("'data.flip'"), std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "batch_size: 4", "batch_size: 0"))
+                .find("'data.batch_size': must be in"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "name: r2plus1d", "name: r4d")).find("unknown model 'r4d'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "  dataset: s3://bucket/ds\n", "")).find("dataset"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(kConfig, "flip: false", "flip: sometimes")).find("'data.flip'"),
+            std::string::npos);
   EXPECT_NE(ErrorOf("- a\n- b\n").find("map of sections"), std::string::npos);
 }
 
 TEST(TrainConfigTest, TheDistSectionIsReadAndChecked) {
   auto defaults = ParseTrainConfigText(kConfig, "train.yaml");
-  ASSERT_TRUE(defaults.ok());
+  ASSERT_OK(defaults);
   EXPECT_DOUBLE_EQ(defaults->dist.bucket_cap_mb, 25);
   EXPECT_DOUBLE_EQ(defaults->dist.timeout_s, 60);
   EXPECT_TRUE(defaults->dist.broadcast_buffers);
-  std::string with_dist = std::string(kConfig) +
-                          "dist: {bucket_cap_mb: 4, first_bucket_mb: 0.5, compression: fp16, broadcast_buffers: false, "
-                          "timeout_s: 5, connect_timeout_s: 30, iface: eth1}\n";
+  std::string with_dist =
+      std::string(kConfig) +
+      "dist: {bucket_cap_mb: 4, first_bucket_mb: 0.5, compression: fp16, broadcast_buffers: false, "
+      "timeout_s: 5, connect_timeout_s: 30, iface: eth1}\n";
   auto c = ParseTrainConfigText(with_dist, "train.yaml");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_DOUBLE_EQ(c->dist.bucket_cap_mb, 4);
   EXPECT_DOUBLE_EQ(c->dist.first_bucket_mb, 0.5);
   EXPECT_EQ(c->dist.compression, "fp16");
   EXPECT_FALSE(c->dist.broadcast_buffers);
   EXPECT_DOUBLE_EQ(c->dist.timeout_s, 5);
   EXPECT_EQ(c->dist.iface, "eth1");
-  EXPECT_NE(ErrorOf(Replace(with_dist, "compression: fp16", "compression: int4")).find("unknown gradient compression 'int4'"),
+  EXPECT_NE(ErrorOf(Replace(with_dist, "compression: fp16", "compression: int4"))
+                .find("unknown gradient compression 'int4'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(with_dist, "timeout_s: 5,", "timeout_s: 0,")).find("'dist.timeout_s': must be in"),
+  EXPECT_NE(ErrorOf(Replace(with_dist, "timeout_s: 5,", "timeout_s: 0,"))
+                .find("'dist.timeout_s': must be in"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(with_dist, "iface: eth1", "nic: eth1")).find("unknown key 'dist.nic'"), std::string::npos)
+  EXPECT_NE(ErrorOf(Replace(with_dist, "iface: eth1", "nic: eth1")).find("unknown key 'dist.nic'"),
+            std::string::npos)
       << ErrorOf(Replace(with_dist, "iface: eth1", "nic: eth1"));
   auto loader = c->TrainLoaderOptions(4, 3);
   EXPECT_EQ(loader.plan.world_size, 4);
@@ -104,11 +118,11 @@ TEST(TrainConfigTest, TheDistSectionIsReadAndChecked) {
 }
 
 TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
-  auto text = ApplyConfigOverrides(kConfig, {"train.epochs=3", "data.workers=6", "model.layers=[2,2,2,2]",
-                                             "checkpoint.uri=mem://x"});
-  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto text = ApplyConfigOverrides(kConfig, {"train.epochs=3", "data.workers=6",
+                                             "model.layers=[2,2,2,2]", "checkpoint.uri=mem://x"});
+  ASSERT_OK(text);
   auto c = ParseTrainConfigText(*text, "train.yaml");
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK(c);
   EXPECT_EQ(c->epochs, 3);
   EXPECT_EQ(c->data.workers, 6);
   EXPECT_EQ(c->model.layers[0], 2);
@@ -121,7 +135,8 @@ TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
 
 // A small model and a fixed batch, so that two optimisers can be stepped identically.
 struct Toy {
-  torch::nn::Sequential model{torch::nn::Linear(6, 5), torch::nn::BatchNorm1d(5), torch::nn::Linear(5, 3)};
+  torch::nn::Sequential model{torch::nn::Linear(6, 5), torch::nn::BatchNorm1d(5),
+                              torch::nn::Linear(5, 3)};
   void Backward() {
     torch::manual_seed(99);
     torch::Tensor x = torch::randn({8, 6}), y = torch::randint(0, 3, {8});
@@ -149,8 +164,8 @@ void ExpectOptimizerStateRoundTrips(const OptimizerConfig& oc) {
   for (const auto& [name, t] : saved.tensors) {
     if (name.rfind("optimizer.", 0) != 0) weights.tensors[name] = t;
   }
-  ASSERT_TRUE(models::LoadStateDict(*b.model, weights).ok());
-  ASSERT_TRUE(LoadOptimizerState(*opt_b, *b.model, "optimizer.", saved).ok());
+  ASSERT_OK(models::LoadStateDict(*b.model, weights));
+  ASSERT_OK(LoadOptimizerState(*opt_b, *b.model, "optimizer.", saved));
   for (int i = 0; i < 2; ++i) {
     a.Backward();
     opt_a->step();
@@ -158,7 +173,8 @@ void ExpectOptimizerStateRoundTrips(const OptimizerConfig& oc) {
     opt_b->step();
   }
   auto pa = a.model->parameters(), pb = b.model->parameters();
-  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
 }
 
 TEST(OptimizerTest, SgdMomentumStateRestoresByName) {
@@ -202,10 +218,12 @@ TEST(OptimizerTest, BadStateIsRefusedAndLeavesTheOptimizerAlone) {
   models::SafetensorsFile extra = saved;
   extra.tensors["optimizer.9.weight.momentum_buffer"] = extra.tensors.begin()->second;
   auto status = LoadOptimizerState(*opt, *toy.model, "optimizer.", extra);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("belongs to no parameter"), std::string::npos) << status.message();
+  EXPECT_STATUS(status, StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("belongs to no parameter"), std::string::npos)
+      << status.message();
   models::SafetensorsFile misshaped = saved;
-  misshaped.tensors["optimizer.0.weight.momentum_buffer"] = saved.tensors.at("optimizer.2.weight.momentum_buffer");
+  misshaped.tensors["optimizer.0.weight.momentum_buffer"] =
+      saved.tensors.at("optimizer.2.weight.momentum_buffer");
   EXPECT_FALSE(LoadOptimizerState(*opt, *toy.model, "optimizer.", misshaped).ok());
   EXPECT_EQ(opt->state().size(), 6u);  // untouched by the failed loads
 }
@@ -250,34 +268,34 @@ TEST(CheckpointStoreTest, SavesLoadsAndKeepsTheNewest) {
   auto memory = std::make_shared<storage::MemoryStore>("ckpt");
   CheckpointStore store(memory, "runs/a");
   auto none = store.LatestStep();
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
-  EXPECT_EQ(store.Load().status().code(), StatusCode::kNotFound);
-  for (int64_t step : {10, 20, 30, 40}) ASSERT_TRUE(store.Save(Checkpoint(step), 2).ok());
+  EXPECT_STATUS(store.Load(), StatusCode::kNotFound);
+  for (int64_t step : {10, 20, 30, 40}) ASSERT_OK(store.Save(Checkpoint(step), 2));
   EXPECT_EQ(*store.Steps(), (std::vector<int64_t>{30, 40}));
   EXPECT_EQ(**store.LatestStep(), 40);
   auto latest = store.Load();
-  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  ASSERT_OK(latest);
   EXPECT_EQ(latest->step, 40);
   EXPECT_EQ(latest->config_text, "seed: 1\n");
   EXPECT_EQ(latest->state.metadata.at("trainer"), "{\"step\": 40}");
   auto w = models::FromTensorBytes(latest->model.tensors.at("w"), "w");
-  ASSERT_TRUE(w.ok());
+  ASSERT_OK(w);
   EXPECT_EQ(w->index({0}).item<float>(), 40.f);
-  EXPECT_TRUE(store.Load(30).ok());
+  EXPECT_OK(store.Load(30));
   EXPECT_FALSE(store.Load(20).ok());
-  EXPECT_TRUE(memory->Head("runs/a/step-0000000040/config.yaml").ok());
+  EXPECT_OK(memory->Head("runs/a/step-0000000040/config.yaml"));
 }
 
 TEST(CheckpointStoreTest, ABrokenPointerOrFolderIsDataLoss) {
   auto memory = std::make_shared<storage::MemoryStore>("ckpt-broken");
   CheckpointStore store(memory);
-  ASSERT_TRUE(store.Save(Checkpoint(5), 3).ok());
-  ASSERT_TRUE(memory->Put("latest", "not json").ok());
-  EXPECT_EQ(store.LatestStep().status().code(), StatusCode::kDataLoss);
-  ASSERT_TRUE(memory->Put("latest", "{\"step\": 6}").ok());  // a pointer ahead of its folder
-  EXPECT_EQ(store.Load().status().code(), StatusCode::kDataLoss);
-  ASSERT_TRUE(memory->Put("step-0000000005/state.safetensors", "garbage").ok());
+  ASSERT_OK(store.Save(Checkpoint(5), 3));
+  ASSERT_OK(memory->Put("latest", "not json"));
+  EXPECT_STATUS(store.LatestStep(), StatusCode::kDataLoss);
+  ASSERT_OK(memory->Put("latest", "{\"step\": 6}"));  // a pointer ahead of its folder
+  EXPECT_STATUS(store.Load(), StatusCode::kDataLoss);
+  ASSERT_OK(memory->Put("step-0000000005/state.safetensors", "garbage"));
   EXPECT_FALSE(store.Load(5).ok());
 }
 

@@ -23,35 +23,43 @@
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/trainer_state.h"
 
 namespace reel::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
 
 // The device the config asks for. InvalidArgument when it asks for CUDA that is not there.
 // In a data-parallel job on CUDA, "auto" and "cuda" mean the GPU of this process's local rank.
 Result<torch::Device> ResolveDevice(const std::string& name, int local_rank = 0) {
   const bool cuda = torch::cuda::is_available();
-  const int local_gpu = cuda ? local_rank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())) : 0;
-  if (name == "auto") return cuda ? torch::Device(torch::kCUDA, local_gpu) : torch::Device(torch::kCPU);
+  const int local_gpu =
+      cuda ? local_rank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())) : 0;
+  if (name == "auto")
+    return cuda ? torch::Device(torch::kCUDA, local_gpu) : torch::Device(torch::kCPU);
   if (name == "cuda" && cuda) return torch::Device(torch::kCUDA, local_gpu);
   if (name == "cpu") return torch::Device(torch::kCPU);
   if (!cuda) {
-    return InvalidArgumentError("device '" + name +
-                                "' asked for, but this LibTorch sees no CUDA device (use device: cpu or auto)");
+    return InvalidArgumentError(
+        "device '" + name +
+        "' asked for, but this LibTorch sees no CUDA device (use device: cpu or auto)");
   }
   try {
     torch::Device device(name);
     if (device.has_index() && device.index() >= static_cast<int>(torch::cuda::device_count())) {
-      return InvalidArgumentError("device '" + name + "': only " + std::to_string(torch::cuda::device_count()) +
+      return InvalidArgumentError("device '" + name + "': only " +
+                                  std::to_string(torch::cuda::device_count()) +
                                   " CUDA devices are present");
     }
     return device;
   } catch (const c10::Error&) {
-    return InvalidArgumentError("device '" + name + "' is not a device name (expected cpu, cuda or cuda:N)");
+    return InvalidArgumentError("device '" + name +
+                                "' is not a device name (expected cpu, cuda or cuda:N)");
   }
 }
 
@@ -65,8 +73,9 @@ Result<Precision> ResolvePrecision(AmpMode mode, const torch::Device& device) {
   Precision p;
   if (mode == AmpMode::kOff || (mode == AmpMode::kAuto && !device.is_cuda())) return p;
   if (!device.is_cuda()) {
-    return InvalidArgumentError("train.amp: mixed precision needs a CUDA device; this run is on the CPU "
-                                "(use amp: auto or off)");
+    return InvalidArgumentError(
+        "train.amp: mixed precision needs a CUDA device; this run is on the CPU "
+        "(use amp: auto or off)");
   }
   p.autocast = true;
   p.dtype = mode == AmpMode::kBf16 ? torch::kBFloat16 : torch::kHalf;
@@ -92,13 +101,15 @@ Result<std::unique_ptr<storage::ObjectStore>> OpenDataset(const TrainConfig& con
 
 // Clip-level and video-level metrics of `model` on one split. The loader pads the last batch
 // with repeats; those are recognised by key and counted once.
-Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& module, const torch::Device& device,
-                            const Precision& precision, storage::ObjectStore& store,
-                            const loader::LoaderOptions& options, int num_classes) {
+Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& module,
+                            const torch::Device& device, const Precision& precision,
+                            storage::ObjectStore& store, const loader::LoaderOptions& options,
+                            int num_classes) {
   REEL_ASSIGN_OR_RETURN(auto loader, loader::Loader::Open(store, options));
   REEL_RETURN_IF_ERROR(loader->Start({options.plan.seed, 0, 0}));
   if (static_cast<int>(loader->class_names().size()) != num_classes) {
-    return InvalidArgumentError("split '" + options.split + "' has " + std::to_string(loader->class_names().size()) +
+    return InvalidArgumentError("split '" + options.split + "' has " +
+                                std::to_string(loader->class_names().size()) +
                                 " classes but the model has " + std::to_string(num_classes));
   }
   const bool was_training = module.is_training();
@@ -110,7 +121,8 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
   while (true) {
     REEL_ASSIGN_OR_RETURN(auto batch, loader->Next());
     if (!batch) break;
-    std::vector<std::string> keys = std::move(batch->keys);  // ToTensors needs only pixels and labels
+    std::vector<std::string> keys =
+        std::move(batch->keys);  // ToTensors needs only pixels and labels
     std::vector<int> labels = batch->labels;
     loader::TensorBatch tensors = loader::ToTensors(std::move(*batch));
     torch::Tensor logits;
@@ -136,16 +148,19 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
   return report;
 }
 
-Status SetRngState(const torch::Device& device, const models::SafetensorsFile& state, const std::string& name) {
+Status SetRngState(const torch::Device& device, const models::SafetensorsFile& state,
+                   const std::string& name) {
   auto it = state.tensors.find(name);
   if (it == state.tensors.end()) return Status::Ok();  // written by a run without that device
-  REEL_ASSIGN_OR_RETURN(torch::Tensor bytes, models::FromTensorBytes(it->second, "checkpoint '" + name + "'"));
+  REEL_ASSIGN_OR_RETURN(torch::Tensor bytes,
+                        models::FromTensorBytes(it->second, "checkpoint '" + name + "'"));
   at::Generator generator = at::globalContext().defaultGenerator(device);
   std::lock_guard<std::mutex> lock(generator.mutex());
   try {
     generator.set_state(bytes);
   } catch (const c10::Error& e) {
-    return DataLossError("checkpoint '" + name + "' is not a generator state: " + e.what_without_backtrace());
+    return DataLossError("checkpoint '" + name +
+                         "' is not a generator state: " + e.what_without_backtrace());
   }
   return Status::Ok();
 }
@@ -214,30 +229,36 @@ Status Run::Setup() {
   scaler_ = std::make_unique<GradScaler>(precision_.scale_loss);
 
   REEL_ASSIGN_OR_RETURN(store_, OpenDataset(c_));
-  auto opened = loader::Loader::Open(*store_, c_.TrainLoaderOptions(o_.world.world_size, o_.world.rank));
+  auto opened =
+      loader::Loader::Open(*store_, c_.TrainLoaderOptions(o_.world.world_size, o_.world.rank));
   if (!opened.ok()) {
     return Status(opened.status().code(), "data (split '" + c_.data.train_split + "', batch_size " +
-                                              std::to_string(c_.data.batch_size) + "): " + opened.status().message());
+                                              std::to_string(c_.data.batch_size) +
+                                              "): " + opened.status().message());
   }
   loader_ = std::move(*opened);
   const int classes = static_cast<int>(loader_->class_names().size());
   if (classes != c_.model.num_classes) {
-    return InvalidArgumentError("model.num_classes is " + std::to_string(c_.model.num_classes) + " but " +
-                                c_.data.dataset + " has " + std::to_string(classes) + " classes");
+    return InvalidArgumentError("model.num_classes is " + std::to_string(c_.model.num_classes) +
+                                " but " + c_.data.dataset + " has " + std::to_string(classes) +
+                                " classes");
   }
   const int64_t micro_per_epoch = static_cast<int64_t>(loader_->batches_per_epoch());
   if (micro_per_epoch < c_.grad_accum) {
-    return InvalidArgumentError("split '" + c_.data.train_split + "' gives " + std::to_string(micro_per_epoch) +
-                                " batches of " + std::to_string(c_.data.batch_size) +
-                                " per epoch, fewer than train.grad_accum (" + std::to_string(c_.grad_accum) +
-                                "); lower data.batch_size");
+    return InvalidArgumentError("split '" + c_.data.train_split + "' gives " +
+                                std::to_string(micro_per_epoch) + " batches of " +
+                                std::to_string(c_.data.batch_size) +
+                                " per epoch, fewer than train.grad_accum (" +
+                                std::to_string(c_.grad_accum) + "); lower data.batch_size");
   }
   const int64_t steps_per_epoch = micro_per_epoch / c_.grad_accum;
   schedule_.base_lr = c_.optimizer.lr;
   schedule_.min_lr = c_.min_lr;
-  schedule_.total_steps = c_.max_steps > 0 ? c_.max_steps : c_.epochs * micro_per_epoch / c_.grad_accum;
-  schedule_.warmup_steps = std::min(schedule_.total_steps,
-                                    c_.warmup_steps >= 0 ? c_.warmup_steps : c_.warmup_epochs * steps_per_epoch);
+  schedule_.total_steps =
+      c_.max_steps > 0 ? c_.max_steps : c_.epochs * micro_per_epoch / c_.grad_accum;
+  schedule_.warmup_steps =
+      std::min(schedule_.total_steps,
+               c_.warmup_steps >= 0 ? c_.warmup_steps : c_.warmup_epochs * steps_per_epoch);
   REEL_RETURN_IF_ERROR(ValidateSchedule(schedule_));
 
   REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(c_.checkpoint_uri));
@@ -260,12 +281,14 @@ Result<int64_t> Run::AgreeOnResumeStep() {
       leader_status = latest.status();
     } else if (*latest && !o_.resume) {
       leader_status = FailedPreconditionError(
-          "checkpoints of an earlier run are at " + checkpoints_->uri() + " (step " + std::to_string(**latest) +
+          "checkpoints of an earlier run are at " + checkpoints_->uri() + " (step " +
+          std::to_string(**latest) +
           "); pass --resume to continue it, or set checkpoint.uri or run_dir elsewhere");
     } else if (*latest) {
       choice = **latest;
     } else if (o_.resume) {
-      Logger("train")->warn("--resume: no checkpoint at {} yet; starting from step 0", checkpoints_->uri());
+      Logger("train")->warn("--resume: no checkpoint at {} yet; starting from step 0",
+                            checkpoints_->uri());
     }
     if (!leader_status.ok()) choice = -2;
   }
@@ -275,7 +298,8 @@ Result<int64_t> Run::AgreeOnResumeStep() {
     choice = shared.item<int64_t>();
   }
   if (!leader_status.ok()) return leader_status;
-  if (choice == -2) return FailedPreconditionError("rank 0 could not start the run (its log says why)");
+  if (choice == -2)
+    return FailedPreconditionError("rank 0 could not start the run (its log says why)");
   return choice;
 }
 
@@ -288,39 +312,49 @@ Status Run::Resume() {
   }
   auto loaded_cp = checkpoints_->Load(*latest);
   if (!loaded_cp.ok() && !leader()) {
-    return Status(loaded_cp.status().code(),
-                  "rank " + std::to_string(o_.world.rank) + " cannot read checkpoint step " + std::to_string(*latest) +
-                      " that rank 0 resumes from (checkpoints must be on storage every node reads, e.g. s3:// "
-                      "or a shared file system): " + loaded_cp.status().message());
+    return Status(loaded_cp.status().code(), "rank " + std::to_string(o_.world.rank) +
+                                                 " cannot read checkpoint step " +
+                                                 std::to_string(*latest) +
+                                                 " that rank 0 resumes from (checkpoints must be "
+                                                 "on storage every node reads, e.g. s3:// "
+                                                 "or a shared file system): " +
+                                                 loaded_cp.status().message());
   }
   REEL_ASSIGN_OR_RETURN(CheckpointData cp, std::move(loaded_cp));
   Status loaded = models::LoadStateDict(*module_, cp.model);
   if (!loaded.ok()) {
-    return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " + checkpoints_->uri() +
-                                   " does not fit model '" + c_.model.name + "': " + loaded.message());
+    return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " +
+                                   checkpoints_->uri() + " does not fit model '" + c_.model.name +
+                                   "': " + loaded.message());
   }
   REEL_RETURN_IF_ERROR(LoadOptimizerState(*optimizer_, *module_, "optimizer.", cp.state));
   REEL_RETURN_IF_ERROR(SetRngState(torch::Device(torch::kCPU), cp.state, "rng.cpu"));
   if (device_.is_cuda()) REEL_RETURN_IF_ERROR(SetRngState(device_, cp.state, "rng.cuda"));
   auto it = cp.state.metadata.find("trainer");
-  auto trainer = nlohmann::json::parse(it == cp.state.metadata.end() ? "" : it->second, nullptr, false);
-  if (!trainer.is_object() || !trainer.contains("loader") || !trainer.contains("samples")) {
-    return DataLossError("checkpoint step " + std::to_string(cp.step) + " has no trainer state");
+  if (it == cp.state.metadata.end()) {
+    return DataLossError("checkpoint step " + std::to_string(cp.step) + " at " +
+                         checkpoints_->uri() + " has no trainer state");
   }
-  REEL_ASSIGN_OR_RETURN(loader::LoaderState loader_state, loader::LoaderState::FromJson(trainer["loader"].dump()));
+  REEL_ASSIGN_OR_RETURN(
+      TrainerState trainer,
+      TrainerState::FromJson(it->second, checkpoints_->uri() + CheckpointStore::DirName(cp.step)));
+  const loader::LoaderState loader_state = trainer.loader;
   step_ = cp.step;
   resumed_from_ = cp.step;
-  samples_ = trainer.value("samples", int64_t{0});
-  skipped_steps_ = trainer.value("skipped_steps", int64_t{0});
-  last_eval_epoch_ = trainer.value("last_eval_epoch", int64_t{-1});
+  samples_ = trainer.samples;
+  skipped_steps_ = trainer.skipped_steps;
+  last_eval_epoch_ = trainer.last_eval_epoch;
   GradScalerState scaler;
-  scaler.scale = trainer.value("loss_scale", scaler.scale);
-  scaler.good_steps = trainer.value("loss_scale_good_steps", int64_t{0});
+  scaler.scale = trainer.loss_scale;
+  scaler.good_steps = trainer.loss_scale_good_steps;
   scaler_->set_state(scaler);
   if (cp.config_text != c_.source_text) {
-    Logger("train")->warn("resuming step {} with a config that differs from the checkpoint's", cp.step);
+    Logger("train")->warn("resuming step {} with a config that differs from the checkpoint's",
+                          cp.step);
   }
-  WriteLine({{"event", "resume"}, {"step", step_}, {"checkpoint", checkpoints_->uri() + CheckpointStore::DirName(step_)}});
+  WriteLine({{"event", "resume"},
+             {"step", step_},
+             {"checkpoint", checkpoints_->uri() + CheckpointStore::DirName(step_)}});
   Logger("train")->info("resumed from step {} ({} samples seen)", step_, samples_);
   return loader_->Start(loader_state);
 }
@@ -333,16 +367,17 @@ Status Run::SaveCheckpoint() {
   SaveOptimizerState(*optimizer_, *module_, "optimizer.", &cp.state);
   cp.state.tensors["rng.cpu"] = models::ToTensorBytes(GetRngState(torch::Device(torch::kCPU)));
   if (device_.is_cuda()) cp.state.tensors["rng.cuda"] = models::ToTensorBytes(GetRngState(device_));
-  nlohmann::json trainer = {{"step", step_},
-                            {"samples", samples_},
-                            {"skipped_steps", skipped_steps_},
-                            {"last_eval_epoch", last_eval_epoch_},
-                            {"loss_scale", scaler_->state().scale},
-                            {"loss_scale_good_steps", scaler_->state().good_steps},
-                            {"total_steps", schedule_.total_steps},
-                            {"model", c_.model.name},
-                            {"loader", nlohmann::json::parse(loader_->state().ToJson())}};
-  cp.state.metadata["trainer"] = trainer.dump();
+  TrainerState trainer;
+  trainer.step = step_;
+  trainer.samples = samples_;
+  trainer.skipped_steps = skipped_steps_;
+  trainer.last_eval_epoch = last_eval_epoch_;
+  trainer.loss_scale = scaler_->state().scale;
+  trainer.loss_scale_good_steps = scaler_->state().good_steps;
+  trainer.total_steps = schedule_.total_steps;
+  trainer.model = c_.model.name;
+  trainer.loader = loader_->state();
+  cp.state.metadata["trainer"] = trainer.ToJson();
   cp.config_text = c_.source_text;
   auto start = Clock::now();
   REEL_RETURN_IF_ERROR(checkpoints_->Save(cp, c_.checkpoint_keep));
@@ -356,8 +391,9 @@ Status Run::SaveCheckpoint() {
 // watchdog's collective timeout; a dead rank 0 still fails the wait at once.
 Status Run::WaitForLeader(const std::string& what) {
   if (!comm_) return Status::Ok();
-  const auto patience = std::max(std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000)),
-                                 std::chrono::milliseconds(3600 * 1000));
+  const auto patience =
+      std::max(std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000)),
+               std::chrono::milliseconds(3600 * 1000));
   return comm_->FollowLeader(what, patience);
 }
 
@@ -365,7 +401,8 @@ Status Run::ConnectWorld() {
   if (!o_.world.distributed()) return Status::Ok();
   dist::CommOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000));
-  options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
+  options.connect_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
   options.interface_name = c_.dist.iface;
   options.cuda = device_.is_cuda();
   REEL_ASSIGN_OR_RETURN(comm_, dist::Comm::Connect(o_.world, options));
@@ -375,8 +412,9 @@ Status Run::ConnectWorld() {
 Status Run::EvaluateAndReport(bool final_eval) {
   if (!leader()) return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
   auto start = Clock::now();
-  REEL_ASSIGN_OR_RETURN(EvalReport report, Evaluate(model_, *module_, device_, precision_, *store_,
-                                                    c_.EvalLoaderOptions(c_.data.val_split), c_.model.num_classes));
+  REEL_ASSIGN_OR_RETURN(EvalReport report,
+                        Evaluate(model_, *module_, device_, precision_, *store_,
+                                 c_.EvalLoaderOptions(c_.data.val_split), c_.model.num_classes));
   nlohmann::json line = nlohmann::json::parse(report.ToJson());
   line["event"] = final_eval ? "final_eval" : "eval";
   line["step"] = step_;
@@ -384,8 +422,9 @@ Status Run::EvaluateAndReport(bool final_eval) {
   line["split"] = c_.data.val_split;
   line["seconds"] = Seconds(start);
   WriteLine(line);
-  Logger("train")->info("step {}: {} top-1 {:.3f}, top-5 {:.3f}, video top-1 {:.3f} ({} clips)", step_,
-                        c_.data.val_split, report.top1, report.top5, report.video_top1, report.clips);
+  Logger("train")->info("step {}: {} top-1 {:.3f}, top-5 {:.3f}, video top-1 {:.3f} ({} clips)",
+                        step_, c_.data.val_split, report.top1, report.top5, report.video_top1,
+                        report.clips);
   if (final_eval) {
     std::ofstream out(c_.run_dir + "/eval.json", std::ios::trunc);
     out << report.ToJson() << "\n";
@@ -400,7 +439,8 @@ Result<loader::Batch> Run::NextBatch() {
   REEL_ASSIGN_OR_RETURN(auto batch, loader_->Next());
   if (batch) return std::move(*batch);
   const int64_t epoch = loader_->state().epoch;
-  if (c_.eval_every_epochs > 0 && (epoch + 1) % c_.eval_every_epochs == 0 && last_eval_epoch_ < epoch) {
+  if (c_.eval_every_epochs > 0 && (epoch + 1) % c_.eval_every_epochs == 0 &&
+      last_eval_epoch_ < epoch) {
     last_eval_epoch_ = epoch;
     REEL_RETURN_IF_ERROR(EvaluateAndReport(false));
   }
@@ -422,7 +462,8 @@ Result<TrainResult> Run::Go() {
   REEL_RETURN_IF_ERROR(ConnectWorld());
   if (leader()) {
     metrics_.open(c_.run_dir + "/metrics.jsonl", std::ios::app);
-    if (!metrics_) return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
+    if (!metrics_)
+      return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
   }
   REEL_RETURN_IF_ERROR(Resume());
   const int world = o_.world.world_size;
@@ -445,18 +486,20 @@ Result<TrainResult> Run::Go() {
     REEL_ASSIGN_OR_RETURN(reducer_, dist::Reducer::Create(std::move(named), *comm_, reducer));
   }
   if (leader()) {
-    Logger("train")->info("training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}", c_.model.name,
-                          c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps,
-                          c_.data.batch_size * c_.grad_accum * world, device_.str(),
-                          world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "");
+    Logger("train")->info(
+        "training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}", c_.model.name,
+        c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps,
+        c_.data.batch_size * c_.grad_accum * world, device_.str(),
+        world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "");
   }
 
   Progress progress("train", static_cast<uint64_t>(schedule_.total_steps), Progress::Unit::kItems,
                     o_.progress && leader());
   progress.SetSecondaryName("clips");
   progress.Add(static_cast<uint64_t>(step_));
-  const int64_t stop_at = o_.stop_after_steps > 0 ? std::min(schedule_.total_steps, step_ + o_.stop_after_steps)
-                                                  : schedule_.total_steps;
+  const int64_t stop_at = o_.stop_after_steps > 0
+                              ? std::min(schedule_.total_steps, step_ + o_.stop_after_steps)
+                              : schedule_.total_steps;
   // The logging window.
   double window_loss = 0, window_wait = 0, window_norm = 0;
   int64_t window_steps = 0, window_clips = 0;
@@ -473,7 +516,8 @@ Result<TrainResult> Run::Go() {
       torch::Tensor input = tensors.clips.to(device_, /*non_blocking=*/true);
       torch::Tensor labels = tensors.labels.to(device_, /*non_blocking=*/true);
       if (!buffers_.empty()) {
-        REEL_RETURN_IF_ERROR(comm_->Broadcast(buffers_, 0, "buffers from rank 0 before step " + std::to_string(step_ + 1)));
+        REEL_RETURN_IF_ERROR(comm_->Broadcast(
+            buffers_, 0, "buffers from rank 0 before step " + std::to_string(step_ + 1)));
       }
       if (reducer_) reducer_->set_sync(micro == c_.grad_accum - 1);
       torch::Tensor logits;
@@ -491,7 +535,8 @@ Result<TrainResult> Run::Go() {
     }
     if (reducer_) REEL_RETURN_IF_ERROR(reducer_->Finish());
     if (!std::isfinite(step_loss) && !scaler_->enabled()) {
-      return InternalError("the loss is " + std::to_string(step_loss) + " at step " + std::to_string(step_ + 1) +
+      return InternalError("the loss is " + std::to_string(step_loss) + " at step " +
+                           std::to_string(step_ + 1) +
                            ": training diverged (lower optimizer.lr or set train.clip_grad_norm)");
     }
     const bool finite = scaler_->Unscale(params_);
@@ -501,8 +546,10 @@ Result<TrainResult> Run::Go() {
     }
     const double lr = LearningRate(schedule_, step_);
     SetLearningRate(*optimizer_, lr);
-    if (finite) optimizer_->step();
-    else ++skipped_steps_;
+    if (finite)
+      optimizer_->step();
+    else
+      ++skipped_steps_;
     scaler_->Update(finite);
     ++step_;
     progress.Add(1);
@@ -521,7 +568,8 @@ Result<TrainResult> Run::Go() {
         // so the log shows the job's mean and how far ranks differ, not rank 0's alone.
         torch::Tensor losses = torch::zeros({world}, torch::kFloat64);
         losses[o_.world.rank] = m.loss;
-        REEL_RETURN_IF_ERROR(comm_->AllReduce(losses, "losses for the log at step " + std::to_string(step_)));
+        REEL_RETURN_IF_ERROR(
+            comm_->AllReduce(losses, "losses for the log at step " + std::to_string(step_)));
         m.rank_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + world);
         m.loss = losses.mean().item<double>();
       }
@@ -532,10 +580,16 @@ Result<TrainResult> Run::Go() {
       m.input_wait_share = elapsed > 0 ? window_wait / elapsed : 0;
       m.grad_norm = window_norm / window_steps;
       m.skipped_steps = skipped_steps_;
-      nlohmann::json line = {{"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss}, {"lr", m.lr},
-                             {"clips_per_s", m.clips_per_s}, {"input_wait_s", m.input_wait_s},
-                             {"input_wait_share", m.input_wait_share}, {"grad_norm", m.grad_norm},
-                             {"skipped_steps", m.skipped_steps}, {"samples", samples_}};
+      nlohmann::json line = {{"step", m.step},
+                             {"epoch", m.epoch},
+                             {"loss", m.loss},
+                             {"lr", m.lr},
+                             {"clips_per_s", m.clips_per_s},
+                             {"input_wait_s", m.input_wait_s},
+                             {"input_wait_share", m.input_wait_share},
+                             {"grad_norm", m.grad_norm},
+                             {"skipped_steps", m.skipped_steps},
+                             {"samples", samples_}};
       if (!m.rank_losses.empty()) line["rank_losses"] = m.rank_losses;
       WriteLine(line);
       if (o_.on_log) o_.on_log(m);
@@ -580,23 +634,26 @@ Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& o
     if (config.threads > 0) torch::set_num_threads(config.threads);
     REEL_ASSIGN_OR_RETURN(torch::Device device, ResolveDevice(config.device));
     REEL_ASSIGN_OR_RETURN(Precision precision, ResolvePrecision(config.amp, device));
-    REEL_ASSIGN_OR_RETURN(auto checkpoints,
-                          CheckpointStore::Open(options.checkpoint_uri.empty() ? config.checkpoint_uri
-                                                                               : options.checkpoint_uri));
+    REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(options.checkpoint_uri.empty()
+                                                                      ? config.checkpoint_uri
+                                                                      : options.checkpoint_uri));
     REEL_ASSIGN_OR_RETURN(CheckpointData cp, checkpoints.Load(options.step));
     REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, models::BuildModel(config.model));
     std::shared_ptr<torch::nn::Module> module = model.ptr();
     Status loaded = models::LoadStateDict(*module, cp.model);
     if (!loaded.ok()) {
-      return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " + checkpoints.uri() +
-                                     " does not fit model '" + config.model.name + "': " + loaded.message());
+      return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " +
+                                     checkpoints.uri() + " does not fit model '" +
+                                     config.model.name + "': " + loaded.message());
     }
     module->to(device);
     REEL_ASSIGN_OR_RETURN(auto store, OpenDataset(config));
-    loader::LoaderOptions eval = config.EvalLoaderOptions(options.split.empty() ? config.data.val_split : options.split);
+    loader::LoaderOptions eval =
+        config.EvalLoaderOptions(options.split.empty() ? config.data.val_split : options.split);
     if (options.eval_clips > 0) {
       eval.clip.clips_per_video = options.eval_clips;
-      eval.clip.sampling = options.eval_clips > 1 ? loader::ClipSampling::kUniform : loader::ClipSampling::kCenter;
+      eval.clip.sampling =
+          options.eval_clips > 1 ? loader::ClipSampling::kUniform : loader::ClipSampling::kCenter;
     }
     return Evaluate(model, *module, device, precision, *store, eval, config.model.num_classes);
   } catch (const c10::Error& e) {

@@ -45,16 +45,16 @@
 namespace reel::train {
 
 struct StepMetrics {
-  int64_t step = 0;          // optimiser steps done
+  int64_t step = 0;  // optimiser steps done
   int64_t epoch = 0;
-  double loss = 0;           // mean over the logging window (and over ranks)
+  double loss = 0;                  // mean over the logging window (and over ranks)
   std::vector<double> rank_losses;  // each rank's mean over the window; empty with one process
   double lr = 0;
   double clips_per_s = 0;
-  double input_wait_s = 0;   // loader wait within the window
+  double input_wait_s = 0;  // loader wait within the window
   double input_wait_share = 0;
-  double grad_norm = 0;      // before clipping (0 when clipping is off)
-  int64_t skipped_steps = 0; // fp16 steps skipped for inf/NaN gradients, in total
+  double grad_norm = 0;       // before clipping (0 when clipping is off)
+  int64_t skipped_steps = 0;  // fp16 steps skipped for inf/NaN gradients, in total
 };
 
 struct TrainOptions {
@@ -73,17 +73,17 @@ struct TrainResult {
   int64_t resumed_from = -1;  // step of the checkpoint resumed from, -1 when started fresh
   int64_t samples = 0;        // training samples seen in total
   double seconds = 0;
-  bool finished = false;      // reached the run's end (not stopped early)
+  bool finished = false;           // reached the run's end (not stopped early)
   std::optional<EvalReport> eval;  // the final evaluation, when finished
 };
 
 Result<TrainResult> RunTraining(const TrainConfig& config, const TrainOptions& options = {});
 
 struct EvalOptions {
-  std::string checkpoint_uri;       // "" = the config's checkpoint URI
-  std::optional<int64_t> step;      // a checkpoint step; latest when empty
-  std::string split;                // "" = the config's val_split
-  int eval_clips = 0;               // 0 = the config's
+  std::string checkpoint_uri;   // "" = the config's checkpoint URI
+  std::optional<int64_t> step;  // a checkpoint step; latest when empty
+  std::string split;            // "" = the config's val_split
+  int eval_clips = 0;           // 0 = the config's
 };
 
 // Evaluates a checkpoint on a split. NotFound when there is no checkpoint.

@@ -2,17 +2,17 @@
 #include "train/trainer.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 
-#include <nlohmann/json.hpp>
-
 #include "datagen/datagen.h"
 #include "ingest/pipeline.h"
 #include "storage/open.h"
+#include "testing/status_matchers.h"
 #include "train/checkpoint.h"
 
 namespace reel::train {
@@ -29,7 +29,7 @@ const std::string& DatasetUri() {
     o.min_frames = 16;
     o.max_frames = 16;
     o.show_progress = false;
-    EXPECT_TRUE(datagen::GenerateDataset(**raw, "ucf", o, 2).ok());
+    EXPECT_OK(datagen::GenerateDataset(**raw, "ucf", o, 2));
     ingest::IngestOptions io;
     io.source = "mem://trainer-raw/ucf";
     io.output = "mem://trainer-ds";
@@ -38,7 +38,7 @@ const std::string& DatasetUri() {
     io.shard_bytes = 64 << 10;
     io.progress = false;
     auto report = ingest::RunIngest(io);
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_OK(report);
     return std::string("mem://trainer-ds");
   }();
   return uri;
@@ -47,8 +47,9 @@ const std::string& DatasetUri() {
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("reel-trainer-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("reel-trainer-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -59,18 +60,22 @@ class TrainerTest : public ::testing::Test {
     std::string text = "run_dir: " + (dir_ / run).string() + "\n" +
                        "seed: 3\nthreads: 1\n"
                        "model: {name: r2plus1d, num_classes: 8, width: 4, layers: [1, 1, 1, 1]}\n"
-                       "data: {dataset: " + DatasetUri() + ", batch_size: 2, workers: 2, clip_frames: 4,"
+                       "data: {dataset: " +
+                       DatasetUri() +
+                       ", batch_size: 2, workers: 2, clip_frames: 4,"
                        " frame_stride: 2, size: 24, flip: true}\n"
                        "train: {max_steps: 10, log_every: 1, eval_every_epochs: 0}\n"
-                       "checkpoint: {uri: " + (dir_ / run / "ckpt").string() + ", every_steps: 4, keep: 2}\n" + extra;
+                       "checkpoint: {uri: " +
+                       (dir_ / run / "ckpt").string() + ", every_steps: 4, keep: 2}\n" + extra;
     auto config = ParseTrainConfigText(text, "test.yaml");
-    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_OK(config);
     return *config;
   }
 
  public:
   static std::map<int64_t, double> Losses(const std::string& run_dir) {
-    std::map<int64_t, double> losses;  // the last line for a step wins: a resumed run rewrites later steps
+    std::map<int64_t, double>
+        losses;  // the last line for a step wins: a resumed run rewrites later steps
     std::ifstream in(run_dir + "/metrics.jsonl");
     for (std::string line; std::getline(in, line);) {
       auto j = nlohmann::json::parse(line);
@@ -87,20 +92,20 @@ void ExpectResumeReproduces(TrainerTest* test, const TrainConfig& whole, const T
   TrainOptions quiet;
   quiet.progress = false;
   auto a = RunTraining(whole, quiet);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_OK(a);
   EXPECT_TRUE(a->finished);
   EXPECT_EQ(a->steps, 10);
 
   TrainOptions first = quiet;
   first.stop_after_steps = 6;  // preempted after step 6 (a checkpoint is written on the way out)
   auto b1 = RunTraining(parts, first);
-  ASSERT_TRUE(b1.ok()) << b1.status().ToString();
+  ASSERT_OK(b1);
   EXPECT_FALSE(b1->finished);
   EXPECT_EQ(b1->steps, 6);
   TrainOptions again = quiet;
   again.resume = true;
   auto b2 = RunTraining(parts, again);
-  ASSERT_TRUE(b2.ok()) << b2.status().ToString();
+  ASSERT_OK(b2);
   EXPECT_EQ(b2->resumed_from, 6);
   EXPECT_TRUE(b2->finished);
   EXPECT_EQ(b2->samples, a->samples);
@@ -115,8 +120,9 @@ void ExpectResumeReproduces(TrainerTest* test, const TrainConfig& whole, const T
 }
 
 TEST_F(TrainerTest, ResumeWithSgdGivesTheUninterruptedLossCurve) {
-  const std::string extra = "optimizer: {name: sgd, lr: 0.05, momentum: 0.9, nesterov: true}\n"
-                            "schedule: {warmup_steps: 3}\n";
+  const std::string extra =
+      "optimizer: {name: sgd, lr: 0.05, momentum: 0.9, nesterov: true}\n"
+      "schedule: {warmup_steps: 3}\n";
   ExpectResumeReproduces(this, Config("whole", extra), Config("parts", extra));
 }
 
@@ -125,13 +131,14 @@ TEST_F(TrainerTest, ResumeWithAdamWAccumulationClippingAndSmoothingGivesTheSameL
   // step cross the epoch boundary, with an evaluation there.
   auto make = [&](const std::string& run) {
     TrainConfig base = Config(run);
-    auto text = ApplyConfigOverrides(base.source_text,
-                                     {"optimizer={name: adamw, lr: 0.003, weight_decay: 0.05}",
-                                      "train={max_steps: 10, log_every: 1, eval_every_epochs: 1, grad_accum: 2,"
-                                      " clip_grad_norm: 0.5, label_smoothing: 0.1}"});
-    EXPECT_TRUE(text.ok());
+    auto text = ApplyConfigOverrides(
+        base.source_text,
+        {"optimizer={name: adamw, lr: 0.003, weight_decay: 0.05}",
+         "train={max_steps: 10, log_every: 1, eval_every_epochs: 1, grad_accum: 2,"
+         " clip_grad_norm: 0.5, label_smoothing: 0.1}"});
+    EXPECT_OK(text);
     auto config = ParseTrainConfigText(*text, "test.yaml");
-    EXPECT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_OK(config);
     return *config;
   };
   ExpectResumeReproduces(this, make("whole"), make("parts"));
@@ -142,11 +149,11 @@ TEST_F(TrainerTest, CheckpointsAreKeptToTheNewestAndEvalReadsThem) {
   TrainOptions quiet;
   quiet.progress = false;
   auto result = RunTraining(config, quiet);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_OK(result);
   auto store = CheckpointStore::Open(config.checkpoint_uri);
-  ASSERT_TRUE(store.ok());
+  ASSERT_OK(store);
   auto steps = store->Steps();
-  ASSERT_TRUE(steps.ok());
+  ASSERT_OK(steps);
   EXPECT_EQ(*steps, (std::vector<int64_t>{8, 10}));  // every 4 steps and at the end, keep 2
   auto latest = store->LatestStep();
   ASSERT_TRUE(latest.ok() && latest->has_value());
@@ -154,7 +161,7 @@ TEST_F(TrainerTest, CheckpointsAreKeptToTheNewestAndEvalReadsThem) {
 
   // The final evaluation equals `reel eval` of the last checkpoint.
   auto report = RunEvaluation(config);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   ASSERT_TRUE(result->eval.has_value());
   EXPECT_EQ(report->ToJson(), result->eval->ToJson());
   EXPECT_EQ(report->videos, 8);  // one test video per class
@@ -165,7 +172,7 @@ TEST_F(TrainerTest, CheckpointsAreKeptToTheNewestAndEvalReadsThem) {
   EvalOptions multi;
   multi.eval_clips = 3;
   auto three = RunEvaluation(config, multi);
-  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  ASSERT_OK(three);
   EXPECT_EQ(three->clips, report->clips * 3);
   EXPECT_EQ(three->videos, report->videos);
 
@@ -180,11 +187,12 @@ TEST_F(TrainerTest, ExistingCheckpointsAreNotOverwrittenWithoutResume) {
   TrainOptions options;
   options.progress = false;
   options.stop_after_steps = 2;
-  ASSERT_TRUE(RunTraining(config, options).ok());
+  ASSERT_OK(RunTraining(config, options));
   auto again = RunTraining(config, options);
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(again.status().message().find("--resume"), std::string::npos) << again.status().message();
+  EXPECT_STATUS(again, StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("--resume"), std::string::npos)
+      << again.status().message();
 }
 
 TEST_F(TrainerTest, ConfigsThatDoNotFitTheDatasetOrTheMachineAreRefused) {
@@ -194,8 +202,9 @@ TEST_F(TrainerTest, ConfigsThatDoNotFitTheDatasetOrTheMachineAreRefused) {
   classes.model.num_classes = 10;
   auto r1 = RunTraining(classes, quiet);
   ASSERT_FALSE(r1.ok());
-  EXPECT_EQ(r1.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r1.status().message().find("has 8 classes"), std::string::npos) << r1.status().message();
+  EXPECT_STATUS(r1, StatusCode::kInvalidArgument);
+  EXPECT_NE(r1.status().message().find("has 8 classes"), std::string::npos)
+      << r1.status().message();
 
   TrainConfig big = Config("big");
   big.data.batch_size = 1000;
@@ -208,7 +217,7 @@ TEST_F(TrainerTest, ConfigsThatDoNotFitTheDatasetOrTheMachineAreRefused) {
     cuda.device = "cuda";
     auto r3 = RunTraining(cuda, quiet);
     ASSERT_FALSE(r3.ok());
-    EXPECT_EQ(r3.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(r3, StatusCode::kInvalidArgument);
     TrainConfig amp = Config("amp");
     amp.amp = AmpMode::kFp16;
     amp.device = "cpu";
@@ -221,14 +230,14 @@ TEST_F(TrainerTest, ConfigsThatDoNotFitTheDatasetOrTheMachineAreRefused) {
   TrainConfig first = Config("mixed");
   TrainOptions stop = quiet;
   stop.stop_after_steps = 1;
-  ASSERT_TRUE(RunTraining(first, stop).ok());
+  ASSERT_OK(RunTraining(first, stop));
   TrainConfig wider = first;
   wider.model.width = 8;
   TrainOptions resume = quiet;
   resume.resume = true;
   auto r5 = RunTraining(wider, resume);
   ASSERT_FALSE(r5.ok());
-  EXPECT_EQ(r5.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(r5, StatusCode::kFailedPrecondition);
   EXPECT_NE(r5.status().message().find("does not fit"), std::string::npos) << r5.status().message();
 }
 

@@ -1,7 +1,7 @@
 // Test support for the dataset tests: the shared shell helpers. Tests only.
 #pragma once
 
-#include "base/testing/shell.h"
+#include "testing/shell.h"
 
 namespace reel::dataset::testing {
 

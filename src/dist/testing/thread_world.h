@@ -20,7 +20,8 @@ inline c10::intrusive_ptr<c10d::TCPStore> StartStore() {
   return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
 }
 
-inline WorldInfo ThreadWorld(const c10d::TCPStore& store, int rank, int world_size, int generation = 0) {
+inline WorldInfo ThreadWorld(const c10d::TCPStore& store, int rank, int world_size,
+                             int generation = 0) {
   WorldInfo w;
   w.rank = rank;
   w.local_rank = rank;

@@ -2,6 +2,8 @@
 // reference decoder, synthetic frames, and picture comparisons. Header-only; tests only.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,12 +16,10 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <sys/stat.h>
-
 #include "base/status.h"
-#include "base/testing/shell.h"
 #include "media/frame.h"
+#include "testing/shell.h"
+#include "testing/temp_dir.h"
 
 namespace reel::media::testing {
 
@@ -57,7 +57,8 @@ using reel::testing::ShellQuote;
 inline Result<std::string> RunCommand(const std::string& command) {
   reel::testing::CommandResult result = reel::testing::RunCommand(command);
   if (result.exit_code != 0) {
-    return InternalError("command failed (exit " + std::to_string(result.exit_code) + "): " + command);
+    return InternalError("command failed (exit " + std::to_string(result.exit_code) +
+                         "): " + command);
   }
   return result.output;
 }
@@ -71,9 +72,12 @@ inline bool HaveFfmpegCli() {
 
 inline const char* FfmpegPixFmt(PixelFormat format) {
   switch (format) {
-    case PixelFormat::kRgb24: return "rgb24";
-    case PixelFormat::kGray8: return "gray";
-    case PixelFormat::kYuv420p: return "yuv420p";
+    case PixelFormat::kRgb24:
+      return "rgb24";
+    case PixelFormat::kGray8:
+      return "gray";
+    case PixelFormat::kYuv420p:
+      return "yuv420p";
   }
   return "rgb24";
 }
@@ -93,17 +97,16 @@ struct FfmpegOutput {
 inline Result<std::vector<std::vector<Frame>>> FfmpegFrames(
     const std::string& path, int stream_index, const std::vector<int64_t>& indices,
     const std::vector<FfmpegOutput>& outputs) {
-  char dir_template[] = "/tmp/reel-media-test-XXXXXX";
-  if (::mkdtemp(dir_template) == nullptr) return InternalError("mkdtemp failed");
-  const std::string dir = dir_template;
+  reel::testing::TempDir temp;  // removed with the frames when this returns
+  const std::string& dir = temp.path();
   std::string select;
   for (int64_t i : indices) {
     if (!select.empty()) select += "+";
     select += "eq(n\\," + std::to_string(i) + ")";
   }
   // Input 0 without autorotation, input 1 with it.
-  std::string command = "ffmpeg -nostdin -v error -noautorotate -i " + ShellQuote(path) +
-                        " -i " + ShellQuote(path);
+  std::string command =
+      "ffmpeg -nostdin -v error -noautorotate -i " + ShellQuote(path) + " -i " + ShellQuote(path);
   for (size_t o = 0; o < outputs.size(); ++o) {
     command += " -map " + std::string(outputs[o].autorotate ? "1:" : "0:") +
                std::to_string(stream_index) + " -vf " + ShellQuote("select=" + select) +
@@ -119,9 +122,8 @@ inline Result<std::vector<std::vector<Frame>>> FfmpegFrames(
     std::string bytes = ReadFileOrEmpty(dir + "/out" + std::to_string(o) + ".raw");
     size_t size = Frame::ByteSize(out.width, out.height, out.format);
     if (bytes.size() != size * indices.size()) {
-      status = InternalError("ffmpeg wrote " + std::to_string(bytes.size()) +
-                             " bytes, expected " + std::to_string(size * indices.size()) + ": " +
-                             command);
+      status = InternalError("ffmpeg wrote " + std::to_string(bytes.size()) + " bytes, expected " +
+                             std::to_string(size * indices.size()) + ": " + command);
       break;
     }
     std::vector<Frame> frames;
@@ -133,10 +135,6 @@ inline Result<std::vector<std::vector<Frame>>> FfmpegFrames(
     }
     result.push_back(std::move(frames));
   }
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    std::remove((dir + "/out" + std::to_string(o) + ".raw").c_str());
-  }
-  ::rmdir(dir.c_str());
   if (!status.ok()) return status;
   return result;
 }
@@ -170,7 +168,10 @@ inline Difference Compare(const Frame& a, const Frame& b) {
 // A smooth moving gradient (triangle waves, no wrap-around edges) with a moving bright square:
 // easy to encode, and the motion is visible.
 inline Frame GradientFrame(int width, int height, int t) {
-  auto wave = [](int v) { v %= 510; return static_cast<uint8_t>(v > 255 ? 510 - v : v); };
+  auto wave = [](int v) {
+    v %= 510;
+    return static_cast<uint8_t>(v > 255 ? 510 - v : v);
+  };
   Frame f = Frame::Make(width, height, PixelFormat::kRgb24);
   const int sx = (t * 2) % std::max(1, width), sy = t % std::max(1, height);
   for (int y = 0; y < height; ++y) {

@@ -41,7 +41,8 @@ inline bool LoadCephEnvironment() {
 
 // Runs `ceph-cluster.sh VERB DIR` (stop-rgw, start-rgw); returns its exit status.
 inline int CephControl(const std::string& verb) {
-  std::string command = "bash '" + CephScript() + "' " + verb + " '" + CephDirectory() + "' >/dev/null";
+  std::string command =
+      "bash '" + CephScript() + "' " + verb + " '" + CephDirectory() + "' >/dev/null";
   return std::system(command.c_str());
 }
 

@@ -1,18 +1,40 @@
-// Internal to the dataset part (not a public contract): typed, exception-free reads of JSON
-// object fields with errors that name the field's path ("splits.train.shards[2].records: expected
-// an unsigned integer, got string").
+// The one way Reel reads JSON: parsing that returns a Status instead of throwing, and typed,
+// exception-free reads of object fields whose errors name the field's path
+// ("splits.train.shards[2].records: expected an unsigned integer, got string").
+//
+//   REEL_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, "manifest.json"));
+//   JsonFields f(doc, "");
+//   int64_t step = f.Int("step");
+//   if (!f.ok()) return DataLossError("manifest.json: " + f.error());
+//
+// Thread-safety: values; a JsonFields refers to its object, which must outlive it.
 #pragma once
 
-#include <cstdint>
 #include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <string>
+#include <string_view>
 
-namespace reel::dataset::internal {
+#include "base/status.h"
 
-class Fields {
+namespace reel {
+
+// Parses `text`; a syntax error is DataLoss "what: <parser's message>" (stored bytes that do not
+// parse are corrupt; callers parsing user input may change the code).
+inline Result<nlohmann::json> ParseJson(std::string_view text, std::string_view what) {
+  try {
+    return nlohmann::json::parse(text);  // nlohmann's exceptions stop here
+  } catch (const nlohmann::json::exception& e) {
+    return DataLossError(std::string(what) + ": not valid JSON: " + e.what());
+  }
+}
+
+class JsonFields {
  public:
   // `path` names `object` in errors ("" for the document's root).
-  Fields(const nlohmann::json& object, std::string path) : object_(object), path_(std::move(path)) {
+  JsonFields(const nlohmann::json& object, std::string path)
+      : object_(object), path_(std::move(path)) {
     if (!object_.is_object()) Fail(path_.empty() ? "document" : path_, "expected an object");
   }
 
@@ -49,6 +71,18 @@ class Fields {
   }
   const nlohmann::json& Object(const char* key) {
     return Typed(key, "an object", &nlohmann::json::is_object);
+  }
+  double Double(const char* key) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return 0;
+    if (!v->is_number()) return Mismatch(key, "a number", *v), 0.0;
+    return v->get<double>();
+  }
+  bool Bool(const char* key) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) return Mismatch(key, "a boolean", *v), false;
+    return v->get<bool>();
   }
   bool Has(const char* key) const { return object_.is_object() && object_.contains(key); }
 
@@ -87,4 +121,4 @@ class Fields {
   std::string error_;
 };
 
-}  // namespace reel::dataset::internal
+}  // namespace reel

@@ -1,4 +1,4 @@
-// Test support shared by every part's tests: run a shell command, quote for /bin/sh.
+// Test support: run a shell command, quote for /bin/sh.
 // Tests only; header-only.
 #pragma once
 
