@@ -44,4 +44,9 @@ check "smoke cleaned up" bash -c "! find '$WORK/reel-data/smoke' -type f | grep 
 "$REEL" --log-level loud storage ls "$WORK" 2> "$WORK/err"; code=$?
 check "bad log level refused" test "$code" -ne 0
 
+# --help lists exactly the commands that exist (README and docs promise no others).
+listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
+check "--help lists exactly storage smoke datagen ingest train eval" \
+  test "$listed" = "storage smoke datagen ingest train eval "
+
 finish

@@ -10,7 +10,7 @@
 #include "base/logging.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"reel: distributed video-classification training and serving"};
+  CLI::App app{"reel: video datasets on any store, distributed training and evaluation"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("reel ") + REEL_VERSION);
   std::string log_level = "info";
