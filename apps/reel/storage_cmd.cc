@@ -20,18 +20,7 @@ using storage::OpenObjectUri;
 
 int Fail(const Status& status) {
   std::fprintf(stderr, "reel storage: %s\n", status.ToString().c_str());
-  switch (status.code()) {
-    case StatusCode::kNotFound:
-      return 2;
-    case StatusCode::kInvalidArgument:
-      return 3;
-    case StatusCode::kPermissionDenied:
-      return 4;
-    case StatusCode::kUnavailable:
-      return 5;
-    default:
-      return 1;
-  }
+  return ExitCodeFor(status);
 }
 
 std::string FormatTime(int64_t ms) {

@@ -4,16 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "base/hash.h"
 #include "base/logging.h"
+#include "base/ordered_map.h"
 #include "base/progress.h"
 #include "base/random.h"
 #include "base/uri.h"
@@ -21,34 +21,20 @@
 #include "dataset/manifest.h"
 #include "dataset/shard_reader.h"
 #include "dataset/shard_writer.h"
+#include "ingest/run_state.h"
 #include "storage/object_store.h"
 #include "storage/open.h"
 
 namespace reel::ingest {
 namespace {
 
+using internal::Position;
+using internal::RunState;
+using internal::SplitState;
 using nlohmann::json;
 constexpr const char* kStateKey = "_ingest/state.json";
 constexpr const char* kReportKey = "ingest_report.json";
 constexpr uint64_t kVideoOrderStream = 1;  // base/random.h stream of the shuffled video order
-
-// Where a split's committed records end: every clip before (video, clip) is in a finished shard.
-struct Position {
-  int64_t video = 0;  // index into the listing
-  int clip = 0;
-};
-
-struct SplitState {
-  uint32_t shards = 0;  // finished shards 0..shards-1
-  Position next;
-};
-
-struct RunState {
-  std::string source_hash;
-  json settings;
-  std::map<std::string, SplitState> splits;
-  std::vector<std::pair<int64_t, FailedVideo>> failed;  // by listing index
-};
 
 json SettingsJson(const IngestOptions& o) {
   const ClipSettings& c = o.clip;
@@ -70,49 +56,6 @@ json SettingsJson(const IngestOptions& o) {
 // A portable shuffle (base/random.h), so a dataset's record order is the same on every machine.
 void ShuffleVideos(std::vector<SourceVideo>* videos, uint64_t seed) {
   Rng::Stream(seed, kVideoOrderStream).Shuffle(videos);
-}
-
-std::string StateToJson(const RunState& state) {
-  json splits = json::object();
-  for (const auto& [name, s] : state.splits) {
-    splits[name] = {{"shards", s.shards}, {"next_video", s.next.video}, {"next_clip", s.next.clip}};
-  }
-  json failed = json::array();
-  for (const auto& [index, f] : state.failed) {
-    failed.push_back({{"index", index}, {"key", f.key}, {"reason", f.reason}});
-  }
-  return json{{"version", 1},
-              {"source_hash", state.source_hash},
-              {"settings", state.settings},
-              {"splits", splits},
-              {"failed", failed}}
-      .dump(2);
-}
-
-Result<RunState> StateFromJson(const std::string& text, const std::string& where) {
-  json doc = json::parse(text, nullptr, false);
-  if (!doc.is_object() || doc.value("version", 0) != 1) {
-    return DataLossError(where + ": not a Reel ingest state (version 1)");
-  }
-  RunState state;
-  try {
-    state.source_hash = doc.at("source_hash").get<std::string>();
-    state.settings = doc.at("settings");
-    for (const auto& [name, s] : doc.at("splits").items()) {
-      SplitState split;
-      split.shards = s.at("shards").get<uint32_t>();
-      split.next.video = s.at("next_video").get<int64_t>();
-      split.next.clip = s.at("next_clip").get<int>();
-      state.splits[name] = split;
-    }
-    for (const auto& f : doc.at("failed")) {
-      state.failed.push_back({f.at("index").get<int64_t>(),
-                              {f.at("key").get<std::string>(), f.at("reason").get<std::string>()}});
-    }
-  } catch (const json::exception& e) {
-    return DataLossError(where + ": " + e.what());
-  }
-  return state;
 }
 
 // A sample key prefix for a video, unique within the listing, short enough for "_cNNN".
@@ -151,43 +94,311 @@ std::string LastSegment(const std::string& uri) {
   return s.substr(s.rfind('/') + 1);
 }
 
-// Results of the workers, handed to the committer in listing order.
-class OrderedResults {
- public:
-  explicit OrderedResults(size_t window) : window_(window) {}
+using Clips = Result<std::vector<dataset::Record>>;
 
-  // Blocks the worker while it is too far ahead of the committer.
-  bool WaitForTurn(size_t slot) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return cancelled_ || slot < consumed_ + window_; });
-    return !cancelled_;
-  }
-  void Put(size_t slot, Result<std::vector<dataset::Record>> result) {
-    std::lock_guard lock(mu_);
-    results_.emplace(slot, std::move(result));
-    cv_.notify_all();
-  }
-  Result<std::vector<dataset::Record>> Take(size_t slot) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return results_.count(slot) > 0; });
-    auto node = results_.extract(slot);
-    ++consumed_;
-    cv_.notify_all();
-    return std::move(node.mapped());
-  }
-  void Cancel() {
-    std::lock_guard lock(mu_);
-    cancelled_ = true;
-    cv_.notify_all();
+// One ingest, as named stages that Go runs in order. Each stage fills in the members the
+// later ones read; the first error ends the run.
+class IngestRun {
+ public:
+  explicit IngestRun(const IngestOptions& options) : o_(options), log_(Logger("ingest")) {}
+
+  Result<IngestReport> Go() {
+    REEL_RETURN_IF_ERROR(Validate());
+    REEL_RETURN_IF_ERROR(ListSource());
+    REEL_RETURN_IF_ERROR(OpenOutput());
+    REEL_ASSIGN_OR_RETURN(bool complete, FindEarlierDataset());
+    if (complete) return report_;
+    REEL_RETURN_IF_ERROR(LoadState());
+    REEL_RETURN_IF_ERROR(OpenWriters());
+    PlanRemaining();
+    REEL_RETURN_IF_ERROR(MakeAndCommitClips());
+    REEL_RETURN_IF_ERROR(FinishDataset());
+    return report_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<size_t, Result<std::vector<dataset::Record>>> results_;
-  size_t consumed_ = 0;
-  size_t window_;
-  bool cancelled_ = false;
+  Status Validate() {
+    REEL_RETURN_IF_ERROR(ValidateClipSettings(o_.clip));
+    if (o_.shard_bytes < (64u << 10)) {
+      return InvalidArgumentError("shard size must be at least 64 KiB");
+    }
+    if (o_.output.empty() && o_.output_store == nullptr) {
+      return InvalidArgumentError("no output URI");
+    }
+    return Status::Ok();
+  }
+
+  // The listing, in the seeded order; sample keys derive from video keys relative to its folder.
+  Status ListSource() {
+    REEL_ASSIGN_OR_RETURN(source_, storage::OpenObjectUri(o_.source));
+    REEL_ASSIGN_OR_RETURN(listing_, ListSources(*source_.store, source_.key));
+    if (listing_.videos.empty()) {
+      return NotFoundError("no videos to ingest in " + o_.source + " (" +
+                           std::to_string(listing_.missing.size()) + " listed but missing)");
+    }
+    if (o_.shuffle) ShuffleVideos(&listing_.videos, o_.shuffle_seed);
+    listing_root_ = source_.key;
+    if (listing_.format != "ucf101") {
+      size_t slash = listing_root_.rfind('/');
+      listing_root_ = slash == std::string::npos ? "" : listing_root_.substr(0, slash);
+    }
+    return Status::Ok();
+  }
+
+  Status OpenOutput() {
+    if (o_.output_store == nullptr) {
+      REEL_ASSIGN_OR_RETURN(opened_, storage::OpenStore(o_.output));
+    }
+    out_ = o_.output_store ? o_.output_store : opened_.get();
+    settings_ = SettingsJson(o_);
+    report_.output = out_->uri();
+    report_.videos_listed = static_cast<int64_t>(listing_.videos.size());
+    report_.missing = listing_.missing;
+    return Status::Ok();
+  }
+
+  // True when the same sources and settings already made a complete dataset here; an other
+  // dataset is replaced only with --overwrite.
+  Result<bool> FindEarlierDataset() {
+    auto existing = dataset::Manifest::Read(*out_, "");
+    if (!existing.ok()) {
+      if (existing.status().code() == StatusCode::kNotFound) return false;
+      return existing.status();
+    }
+    if (existing->source_hash == listing_.hash && existing->clip_settings == settings_) {
+      report_.already_complete = true;
+      for (const auto& [split, info] : existing->splits) {
+        report_.clips[split] = static_cast<int64_t>(info.records);
+      }
+      report_.videos_resumed = report_.videos_listed;
+      return true;
+    }
+    if (!o_.overwrite) {
+      return AlreadyExistsError("a dataset made from other sources or settings is already at " +
+                                out_->uri() + "; pass --overwrite to replace it");
+    }
+    REEL_RETURN_IF_ERROR(ClearOutput(*out_));
+    return false;
+  }
+
+  // An unfinished run of the same sources and settings is resumed; another one is discarded
+  // only with --restart.
+  Status LoadState() {
+    state_.source_hash = listing_.hash;
+    state_.settings = settings_;
+    auto saved = out_->Get(kStateKey);
+    if (!saved.ok()) {
+      return saved.status().code() == StatusCode::kNotFound ? Status::Ok() : saved.status();
+    }
+    REEL_ASSIGN_OR_RETURN(RunState previous,
+                          RunState::FromJson(*saved, storage::ObjectUri(*out_, kStateKey)));
+    if (previous.source_hash == listing_.hash && previous.settings == settings_) {
+      state_ = std::move(previous);
+      log_->info("resuming the ingest at {}", out_->uri());
+      return Status::Ok();
+    }
+    if (o_.restart) return ClearOutput(*out_);
+    return FailedPreconditionError(
+        "an unfinished ingest with other sources or settings is at " + out_->uri() +
+        "; rerun it with the same ones, or pass --restart to discard it");
+  }
+
+  // One shard writer per split, continuing after the finished shards.
+  Status OpenWriters() {
+    std::set<std::string> split_names;
+    for (const auto& video : listing_.videos) split_names.insert(video.split);
+    for (const std::string& split : split_names) REEL_RETURN_IF_ERROR(OpenWriter(split));
+    return Status::Ok();
+  }
+
+  Status OpenWriter(const std::string& split) {
+    SplitState& s = state_.splits[split];
+    // Shards past the checkpoint were written by a run that stopped before recording them; they
+    // are rewritten, so remove them first (index before tar: a tar alone is unfinished).
+    REEL_ASSIGN_OR_RETURN(auto numbers, dataset::ListShards(*out_, "", split));
+    for (uint32_t number : numbers) {
+      if (number >= s.shards) REEL_RETURN_IF_ERROR(DeleteShard(*out_, split, number));
+    }
+    // The finished shards' keys are claimed so that none is written again.
+    REEL_ASSIGN_OR_RETURN(auto keep, dataset::LoadShardStats(*out_, "", split, keys_.get()));
+    if (keep.size() != s.shards) {
+      return DataLossError(out_->uri() + "/" + split + ": the checkpoint names " +
+                           std::to_string(s.shards) + " finished shards but " +
+                           std::to_string(keep.size()) + " are there");
+    }
+    finished_[split] = std::move(keep);
+    dataset::ShardWriterOptions wo;
+    wo.mode = o_.encode.mode;
+    wo.target_bytes = o_.shard_bytes;
+    wo.first_shard = s.shards;
+    wo.keys = keys_;
+    wo.on_shard_published = [this, split](const dataset::ShardStats& shard) {
+      SplitState& st = state_.splits[split];
+      st.shards = shard.number + 1;
+      st.next = pending_[split];
+      report_.bytes_written += shard.tar_bytes + shard.index_bytes;
+      SaveState();
+    };
+    REEL_ASSIGN_OR_RETURN(writers_[split], dataset::ShardWriter::Create(*out_, "", split, wo));
+    return Status::Ok();
+  }
+
+  // Records the state after a published shard; the first failure ends the run at the next video.
+  void SaveState() {
+    Status status = out_->Put(kStateKey, state_.ToJson());
+    if (!status.ok() && save_error_.ok()) save_error_ = status;
+  }
+
+  // What is left to do, in listing order. Keys are derived for every video so that they do not
+  // depend on where a run stopped; failures before the resume point stay reported.
+  void PlanRemaining() {
+    std::set<std::string> used_bases;
+    for (const auto& video : listing_.videos) {
+      key_bases_.push_back(KeyBase(video, listing_root_, &used_bases));
+    }
+    std::vector<std::pair<int64_t, FailedVideo>> kept_failures;
+    for (const auto& entry : state_.failed) {
+      const SourceVideo& v = listing_.videos[static_cast<size_t>(entry.first)];
+      if (entry.first < state_.splits[v.split].next.video) kept_failures.push_back(entry);
+    }
+    state_.failed = std::move(kept_failures);
+    for (size_t i = 0; i < listing_.videos.size(); ++i) {
+      const Position& next = state_.splits[listing_.videos[i].split].next;
+      if (static_cast<int64_t>(i) < next.video) {
+        ++report_.videos_resumed;
+      } else {
+        remaining_.push_back(i);
+      }
+    }
+  }
+
+  // Workers make the clips of the remaining videos in parallel; this thread commits them to the
+  // shard writers in listing order, so the dataset does not depend on the worker count.
+  Status MakeAndCommitClips() {
+    const int workers = o_.workers > 0
+                            ? o_.workers
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ThreadPool pool(static_cast<size_t>(workers));
+    OrderedMap<Clips> clips(&pool, static_cast<size_t>(2 * workers),
+                            [this](size_t slot) { return MakeVideoClips(remaining_[slot]); });
+    clips.Reset(0, remaining_.size());
+    Progress progress("ingest", remaining_.size(), Progress::Unit::kItems, o_.progress);
+    progress.SetSecondaryName("clips");
+    while (clips.HasNext()) {
+      const size_t index = remaining_[clips.next_index()];
+      Clips made = clips.Next();
+      progress.Add(1);
+      Status committed = Commit(index, std::move(made), &progress);
+      if (committed.ok()) committed = save_error_;
+      if (!committed.ok()) {
+        clips.Stop();
+        return committed;
+      }
+    }
+    progress.Finish();
+    return Status::Ok();
+  }
+
+  // Runs on a worker: the clips of listing video `index`, read in place when the store has a
+  // local file, else fetched into memory.
+  Clips MakeVideoClips(size_t index) const {
+    const SourceVideo& video = listing_.videos[index];
+    ClipJob job;
+    job.video = &video;
+    job.class_name = listing_.class_names[static_cast<size_t>(video.label)];
+    job.key_base = key_bases_[index];
+    job.source_uri = storage::ObjectUri(*source_.store, video.key);
+    if (std::optional<std::string> path = source_.store->LocalPath(video.key)) {
+      return MakeClips(job, media::Input::File(*path), o_.clip, o_.encode);
+    }
+    REEL_ASSIGN_OR_RETURN(std::string bytes, source_.store->Get(video.key));
+    return MakeClips(job, media::Input::Memory(std::move(bytes), job.source_uri), o_.clip,
+                     o_.encode);
+  }
+
+  // Adds one video's clips to its split's writer, skipping those an earlier run committed; a
+  // video that could not be read is reported, never fatal.
+  Status Commit(size_t index, Clips clips, Progress* progress) {
+    const SourceVideo& video = listing_.videos[index];
+    if (!clips.ok()) {
+      FailedVideo failure{storage::ObjectUri(*source_.store, video.key), clips.status().ToString()};
+      log_->warn("skipping {}: {}", failure.key, failure.reason);
+      state_.failed.emplace_back(static_cast<int64_t>(index), failure);
+      return Status::Ok();
+    }
+    const Position resume = state_.splits[video.split].next;
+    dataset::ShardWriter& writer = *writers_[video.split];
+    for (size_t c = 0; c < clips->size(); ++c) {
+      if (static_cast<int64_t>(index) == resume.video && static_cast<int>(c) < resume.clip) {
+        continue;
+      }
+      pending_[video.split] = Position{static_cast<int64_t>(index), static_cast<int>(c)};
+      REEL_RETURN_IF_ERROR(writer.AddRecord((*clips)[c]));
+      ++report_.clips_written;
+      progress->AddSecondary(1);
+    }
+    ++report_.videos_ingested;
+    pending_[video.split] = Position{static_cast<int64_t>(index) + 1, 0};
+    return Status::Ok();
+  }
+
+  // The last shard of every split, then the manifest, then the report; the state goes last.
+  Status FinishDataset() {
+    dataset::Manifest manifest;
+    manifest.name = !o_.name.empty() ? o_.name : LastSegment(out_->uri());
+    if (manifest.name.empty()) manifest.name = "dataset";
+    manifest.mode = o_.encode.mode;
+    manifest.classes = listing_.class_names;
+    manifest.clip_settings = settings_;
+    manifest.source_hash = listing_.hash;
+    for (auto& [split, writer] : writers_) {
+      pending_[split] = Position{static_cast<int64_t>(listing_.videos.size()), 0};
+      REEL_RETURN_IF_ERROR(writer->Finish());
+      REEL_RETURN_IF_ERROR(save_error_);
+      std::vector<dataset::ShardStats> all = finished_[split];
+      all.insert(all.end(), writer->shards().begin(), writer->shards().end());
+      if (all.empty()) continue;  // every video of this split failed
+      REEL_RETURN_IF_ERROR(manifest.AddSplit(split, all));
+      for (const auto& shard : all) report_.clips[split] += static_cast<int64_t>(shard.records);
+    }
+    for (const auto& [index, failure] : state_.failed) report_.failed.push_back(failure);
+    report_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    if (manifest.splits.empty()) {
+      return DataLossError("no video of " + o_.source + " could be ingested; first failure: " +
+                           (report_.failed.empty() ? "none" : report_.failed[0].reason));
+    }
+    dataset::ManifestWriteOptions mo;
+    mo.mode = dataset::ManifestWriteMode::kReplace;
+    REEL_RETURN_IF_ERROR(manifest.Write(*out_, "", mo));
+    REEL_RETURN_IF_ERROR(out_->Put(kReportKey, report_.ToJson()));
+    // The dataset is complete; a state object left behind costs a rerun only a re-check of its
+    // shards, so a failed delete is worth a warning, not a failed ingest.
+    if (Status dropped = out_->Delete(kStateKey);
+        !dropped.ok() && dropped.code() != StatusCode::kNotFound) {
+      log_->warn("could not remove the ingest state {}: {}", kStateKey, dropped.ToString());
+    }
+    return Status::Ok();
+  }
+
+  const IngestOptions& o_;
+  std::shared_ptr<spdlog::logger> log_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  storage::ObjectLocation source_;
+  SourceListing listing_;
+  std::string listing_root_;
+  std::unique_ptr<storage::ObjectStore> opened_;
+  storage::ObjectStore* out_ = nullptr;
+  json settings_;
+  IngestReport report_;
+  RunState state_;
+  std::shared_ptr<dataset::KeyRegistry> keys_ = std::make_shared<dataset::KeyRegistry>();
+  std::map<std::string, std::unique_ptr<dataset::ShardWriter>> writers_;
+  std::map<std::string, std::vector<dataset::ShardStats>> finished_;  // earlier runs' shards
+  std::map<std::string, Position> pending_;  // the record being added, per split
+  Status save_error_;
+  std::vector<std::string> key_bases_;
+  std::vector<size_t> remaining_;  // listing indices still to ingest, in order
 };
 
 }  // namespace
@@ -213,255 +424,6 @@ std::string IngestReport::ToJson() const {
       .dump(2);
 }
 
-Result<IngestReport> RunIngest(const IngestOptions& options) {
-  auto log = Logger("ingest");
-  const auto started = std::chrono::steady_clock::now();
-  REEL_RETURN_IF_ERROR(ValidateClipSettings(options.clip));
-  if (options.shard_bytes < (64u << 10)) {
-    return InvalidArgumentError("shard size must be at least 64 KiB");
-  }
-  if (options.output.empty() && options.output_store == nullptr) {
-    return InvalidArgumentError("no output URI");
-  }
-
-  // Sources.
-  REEL_ASSIGN_OR_RETURN(storage::ObjectLocation source, storage::OpenObjectUri(options.source));
-  REEL_ASSIGN_OR_RETURN(SourceListing listing, ListSources(*source.store, source.key));
-  if (listing.videos.empty()) {
-    return NotFoundError("no videos to ingest in " + options.source + " (" +
-                         std::to_string(listing.missing.size()) + " listed but missing)");
-  }
-  if (options.shuffle) ShuffleVideos(&listing.videos, options.shuffle_seed);
-  // Sample keys derive from video keys relative to the listing's folder.
-  std::string listing_root = source.key;
-  if (listing.format != "ucf101") {
-    size_t slash = listing_root.rfind('/');
-    listing_root = slash == std::string::npos ? "" : listing_root.substr(0, slash);
-  }
-
-  // Output and what an earlier run left there.
-  std::unique_ptr<storage::ObjectStore> opened;
-  if (options.output_store == nullptr) {
-    REEL_ASSIGN_OR_RETURN(opened, storage::OpenStore(options.output));
-  }
-  storage::ObjectStore* out = options.output_store ? options.output_store : opened.get();
-  const json settings = SettingsJson(options);
-  IngestReport report;
-  report.output = out->uri();
-  report.videos_listed = static_cast<int64_t>(listing.videos.size());
-  report.missing = listing.missing;
-
-  auto existing = dataset::Manifest::Read(*out, "");
-  if (existing.ok()) {
-    if (existing->source_hash == listing.hash && existing->clip_settings == settings) {
-      report.already_complete = true;
-      for (const auto& [split, info] : existing->splits)
-        report.clips[split] = static_cast<int64_t>(info.records);
-      report.videos_resumed = report.videos_listed;
-      return report;
-    }
-    if (!options.overwrite) {
-      return AlreadyExistsError("a dataset made from other sources or settings is already at " +
-                                out->uri() + "; pass --overwrite to replace it");
-    }
-    REEL_RETURN_IF_ERROR(ClearOutput(*out));
-  } else if (existing.status().code() != StatusCode::kNotFound) {
-    return existing.status();
-  }
-
-  RunState state;
-  state.source_hash = listing.hash;
-  state.settings = settings;
-  auto saved = out->Get(kStateKey);
-  if (saved.ok()) {
-    REEL_ASSIGN_OR_RETURN(RunState previous,
-                          StateFromJson(*saved, storage::ObjectUri(*out, kStateKey)));
-    if (previous.source_hash == listing.hash && previous.settings == settings) {
-      state = std::move(previous);
-      log->info("resuming the ingest at {}", out->uri());
-    } else if (options.restart) {
-      REEL_RETURN_IF_ERROR(ClearOutput(*out));
-    } else {
-      return FailedPreconditionError(
-          "an unfinished ingest with other sources or settings is at " + out->uri() +
-          "; rerun it with the same ones, or pass --restart to discard it");
-    }
-  } else if (saved.status().code() != StatusCode::kNotFound) {
-    return saved.status();
-  }
-
-  // Shard writers, one per split, continuing after the finished shards.
-  auto keys = std::make_shared<dataset::KeyRegistry>();
-  std::set<std::string> split_names;
-  for (const auto& video : listing.videos) split_names.insert(video.split);
-  std::map<std::string, std::unique_ptr<dataset::ShardWriter>> writers;
-  std::map<std::string, std::vector<dataset::ShardStats>> finished;  // earlier runs' shards
-  std::map<std::string, Position> pending;  // the record being added, per split
-  Status checkpoint_error;
-  auto checkpoint = [&]() {
-    Status status = out->Put(kStateKey, StateToJson(state));
-    if (!status.ok() && checkpoint_error.ok()) checkpoint_error = status;
-  };
-  for (const std::string& split : split_names) {
-    SplitState& s = state.splits[split];
-    // Shards past the checkpoint were written by a run that stopped before recording them; they
-    // are rewritten below, so remove them first (index before tar: a tar alone is unfinished).
-    REEL_ASSIGN_OR_RETURN(auto numbers, dataset::ListShards(*out, "", split));
-    for (uint32_t number : numbers) {
-      if (number >= s.shards) REEL_RETURN_IF_ERROR(DeleteShard(*out, split, number));
-    }
-    // The finished shards' keys are claimed so that none is written again.
-    REEL_ASSIGN_OR_RETURN(auto keep, dataset::LoadShardStats(*out, "", split, keys.get()));
-    if (keep.size() != s.shards) {
-      return DataLossError(out->uri() + "/" + split + ": the checkpoint names " +
-                           std::to_string(s.shards) + " finished shards but " +
-                           std::to_string(keep.size()) + " are there");
-    }
-    finished[split] = std::move(keep);
-    dataset::ShardWriterOptions wo;
-    wo.mode = options.encode.mode;
-    wo.target_bytes = options.shard_bytes;
-    wo.first_shard = s.shards;
-    wo.keys = keys;
-    wo.on_shard_published = [&, split](const dataset::ShardStats& shard) {
-      SplitState& st = state.splits[split];
-      st.shards = shard.number + 1;
-      st.next = pending[split];
-      report.bytes_written += shard.tar_bytes + shard.index_bytes;
-      checkpoint();
-    };
-    REEL_ASSIGN_OR_RETURN(writers[split], dataset::ShardWriter::Create(*out, "", split, wo));
-  }
-
-  // What is left to do, in listing order; keys are derived for every video so they do not
-  // depend on where a run stopped.
-  std::set<std::string> used_bases;
-  std::vector<std::string> key_bases;
-  for (const auto& video : listing.videos)
-    key_bases.push_back(KeyBase(video, listing_root, &used_bases));
-  std::vector<size_t> remaining;
-  std::set<int64_t> failed_before;
-  for (const auto& [index, f] : state.failed) {
-    const SourceVideo& v = listing.videos[static_cast<size_t>(index)];
-    if (index < state.splits[v.split].next.video) failed_before.insert(index);
-  }
-  std::vector<std::pair<int64_t, FailedVideo>> kept_failures;
-  for (auto& entry : state.failed) {
-    if (failed_before.count(entry.first)) kept_failures.push_back(entry);
-  }
-  state.failed = kept_failures;
-  for (size_t i = 0; i < listing.videos.size(); ++i) {
-    const Position& next = state.splits[listing.videos[i].split].next;
-    if (static_cast<int64_t>(i) < next.video) {
-      ++report.videos_resumed;
-      continue;
-    }
-    remaining.push_back(i);
-  }
-
-  int workers = options.workers > 0
-                    ? options.workers
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  OrderedResults results(static_cast<size_t>(2 * workers));
-  std::atomic<size_t> next_slot{0};
-  auto work = [&] {
-    while (true) {
-      size_t slot = next_slot++;
-      if (slot >= remaining.size() || !results.WaitForTurn(slot)) return;
-      const SourceVideo& video = listing.videos[remaining[slot]];
-      ClipJob job;
-      job.video = &video;
-      job.class_name = listing.class_names[static_cast<size_t>(video.label)];
-      job.key_base = key_bases[remaining[slot]];
-      job.source_uri = storage::ObjectUri(*source.store, video.key);
-      Result<std::vector<dataset::Record>> clips = [&]() -> Result<std::vector<dataset::Record>> {
-        if (std::optional<std::string> path = source.store->LocalPath(video.key)) {
-          return MakeClips(job, media::Input::File(*path), options.clip, options.encode);
-        }
-        REEL_ASSIGN_OR_RETURN(std::string bytes, source.store->Get(video.key));
-        return MakeClips(job, media::Input::Memory(std::move(bytes), job.source_uri), options.clip,
-                         options.encode);
-      }();
-      results.Put(slot, std::move(clips));
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < workers; ++i) threads.emplace_back(work);
-
-  Progress progress("ingest", remaining.size(), Progress::Unit::kItems, options.progress);
-  progress.SetSecondaryName("clips");
-  Status fatal;
-  for (size_t slot = 0; slot < remaining.size() && fatal.ok(); ++slot) {
-    const size_t index = remaining[slot];
-    const SourceVideo& video = listing.videos[index];
-    Result<std::vector<dataset::Record>> clips = results.Take(slot);
-    progress.Add(1);
-    if (!clips.ok()) {
-      FailedVideo failure{storage::ObjectUri(*source.store, video.key), clips.status().ToString()};
-      log->warn("skipping {}: {}", failure.key, failure.reason);
-      state.failed.emplace_back(static_cast<int64_t>(index), failure);
-      continue;
-    }
-    const Position& resume = state.splits[video.split].next;
-    dataset::ShardWriter& writer = *writers[video.split];
-    for (size_t c = 0; c < clips->size(); ++c) {
-      if (static_cast<int64_t>(index) == resume.video && static_cast<int>(c) < resume.clip)
-        continue;
-      pending[video.split] = Position{static_cast<int64_t>(index), static_cast<int>(c)};
-      Status added = writer.AddRecord((*clips)[c]);
-      if (!added.ok()) {
-        fatal = added;
-        break;
-      }
-      ++report.clips_written;
-      progress.AddSecondary(1);
-    }
-    ++report.videos_ingested;
-    pending[video.split] = Position{static_cast<int64_t>(index) + 1, 0};
-    if (!checkpoint_error.ok()) fatal = checkpoint_error;
-  }
-  results.Cancel();
-  for (auto& thread : threads) thread.join();
-  progress.Finish();
-  REEL_RETURN_IF_ERROR(fatal);
-
-  // Finish every split: the last shards, then the manifest, then the report.
-  dataset::Manifest manifest;
-  manifest.name = !options.name.empty() ? options.name : LastSegment(out->uri());
-  if (manifest.name.empty()) manifest.name = "dataset";
-  manifest.mode = options.encode.mode;
-  manifest.classes = listing.class_names;
-  manifest.clip_settings = settings;
-  manifest.source_hash = listing.hash;
-  for (auto& [split, writer] : writers) {
-    pending[split] = Position{static_cast<int64_t>(listing.videos.size()), 0};
-    REEL_RETURN_IF_ERROR(writer->Finish());
-    REEL_RETURN_IF_ERROR(checkpoint_error);
-    std::vector<dataset::ShardStats> all = finished[split];
-    all.insert(all.end(), writer->shards().begin(), writer->shards().end());
-    if (all.empty()) continue;  // every video of this split failed
-    REEL_RETURN_IF_ERROR(manifest.AddSplit(split, all));
-    for (const auto& shard : all) report.clips[split] += static_cast<int64_t>(shard.records);
-  }
-  for (const auto& [index, failure] : state.failed) report.failed.push_back(failure);
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (manifest.splits.empty()) {
-    return DataLossError("no video of " + options.source + " could be ingested; first failure: " +
-                         (report.failed.empty() ? "none" : report.failed[0].reason));
-  }
-  dataset::ManifestWriteOptions mo;
-  mo.mode = dataset::ManifestWriteMode::kReplace;
-  REEL_RETURN_IF_ERROR(manifest.Write(*out, "", mo));
-  REEL_RETURN_IF_ERROR(out->Put(kReportKey, report.ToJson()));
-  // The dataset is complete; a state object left behind costs a rerun only a re-check of its
-  // shards, so a failed delete is worth a warning, not a failed ingest.
-  if (Status dropped = out->Delete(kStateKey);
-      !dropped.ok() && dropped.code() != StatusCode::kNotFound) {
-    Logger("ingest")->warn("could not remove the ingest state {}: {}", kStateKey,
-                           dropped.ToString());
-  }
-  return report;
-}
+Result<IngestReport> RunIngest(const IngestOptions& options) { return IngestRun(options).Go(); }
 
 }  // namespace reel::ingest

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "base/logging.h"
+#include "base/ordered_map.h"
 #include "base/random.h"
 #include "base/thread_pool.h"
 #include "dataset/frames_codec.h"
@@ -67,7 +66,13 @@ Result<FrameStack> Frames(const dataset::Record& record) {
 
 struct Loader::Impl {
   Impl(storage::ObjectStore& s, LoaderOptions opts)
-      : store(s), o(std::move(opts)), pool(static_cast<size_t>(o.threads)) {}
+      : store(s),
+        o(std::move(opts)),
+        pool(static_cast<size_t>(o.threads)),
+        samples(
+            &pool, static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size),
+            [this](size_t position) { return Make(position); },
+            [this](size_t position) { PrefetchShardsAfter(plan[position].shard); }) {}
 
   Result<const dataset::ShardReader*> Reader(uint32_t shard) {
     std::lock_guard lock(readers_mu);
@@ -135,16 +140,6 @@ struct Loader::Impl {
     return sample;
   }
 
-  void Refill() {
-    const size_t window =
-        static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size);
-    while (inflight.size() < window && next_submit < plan.size()) {
-      uint64_t position = next_submit++;
-      PrefetchShardsAfter(plan[position].shard);
-      inflight.push_back(pool.Submit([this, position] { return Make(position); }));
-    }
-  }
-
   // Shards in the order the plan first reaches them, for prefetching.
   void IndexShardSequence() {
     shard_sequence.clear();
@@ -171,10 +166,7 @@ struct Loader::Impl {
     }
   }
 
-  void Drain() {
-    for (auto& f : inflight) f.wait();
-    inflight.clear();
-  }
+  void Drain() { samples.Stop(); }
 
   storage::ObjectStore& store;
   LoaderOptions o;
@@ -185,9 +177,6 @@ struct Loader::Impl {
   std::vector<SampleRef> plan;
   int64_t epoch = 0;
   bool warned_segregation = false;  // logged once per loader
-  uint64_t next_submit = 0;         // next plan position to hand to a worker
-  uint64_t next_take = 0;           // next plan position to put in a batch
-  std::deque<std::future<Sample>> inflight;
   LoaderStats stats;
   storage::ObjectStore* cache = nullptr;  // the store, when it prefetches (a cache)
   std::vector<uint32_t> shard_sequence;
@@ -196,6 +185,7 @@ struct Loader::Impl {
   // Last: destroyed first, so no worker outlives the state above.
   std::unique_ptr<ThreadPool> prefetcher;
   ThreadPool pool;
+  OrderedMap<Sample> samples;  // plan positions to samples, in plan order
 };
 
 Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -278,31 +268,18 @@ Status Loader::Start(const LoaderState& state) {
     }
   }
   m.IndexShardSequence();
-  m.next_submit = m.next_take = state.position;
-  m.Refill();
+  m.samples.Reset(state.position, m.plan.size());
   return Status::Ok();
 }
 
 Result<std::optional<Batch>> Loader::Next() {
   Impl& m = *impl_;
-  if (m.next_take >= m.plan.size()) return std::optional<Batch>();
+  if (!m.samples.HasNext()) return std::optional<Batch>();
   const int b = m.o.batch_size;
   std::vector<Sample> samples;
   samples.reserve(static_cast<size_t>(b));
   double waited = 0;
-  for (int i = 0; i < b; ++i) {
-    m.Refill();
-    auto& future = m.inflight.front();
-    if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      auto started = std::chrono::steady_clock::now();
-      future.wait();
-      waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    }
-    samples.push_back(future.get());
-    m.inflight.pop_front();
-    ++m.next_take;
-  }
-  m.Refill();
+  for (int i = 0; i < b; ++i) samples.push_back(m.samples.Next(&waited));
 
   // A missing or truncated shard fails the epoch; an unreadable record is reported and replaced
   // by a readable one of the same batch.
@@ -317,11 +294,11 @@ Result<std::optional<Batch>> Loader::Next() {
     }
   }
   if (good == nullptr) {
-    return DataLossError("every sample of batch " + std::to_string(m.next_take / b - 1) +
+    return DataLossError("every sample of batch " + std::to_string(m.samples.next_index() / b - 1) +
                          " is unreadable; first: " + samples[0].status.ToString());
   }
   Batch batch;
-  batch.index = m.next_take / static_cast<uint64_t>(b) - 1;
+  batch.index = m.samples.next_index() / static_cast<uint64_t>(b) - 1;
   const int clips = m.o.clip.clips_per_video;
   const int n = m.o.transform.size;
   batch.shape = {static_cast<int64_t>(b) * clips, 3, m.o.clip.frames, n, n};
@@ -347,7 +324,7 @@ Result<std::optional<Batch>> Loader::Next() {
 }
 
 LoaderState Loader::state() const {
-  return LoaderState{impl_->o.plan.seed, impl_->epoch, impl_->next_take};
+  return LoaderState{impl_->o.plan.seed, impl_->epoch, impl_->samples.next_index()};
 }
 
 uint64_t Loader::batches_per_epoch() const {

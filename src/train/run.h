@@ -1,0 +1,93 @@
+// Internal to train: one training run (trainer.cc runs the loop, run_checkpoints.cc saves and
+// resumes it). Not a public contract; RunTraining in trainer.h is.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/comm.h"
+#include "dist/reducer.h"
+#include "loader/loader.h"
+#include "storage/object_store.h"
+#include "train/amp.h"
+#include "train/checkpoint.h"
+#include "train/evaluation.h"
+#include "train/schedule.h"
+#include "train/trainer.h"
+
+namespace reel::train::internal {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Everything that lives for one training run.
+class Run {
+ public:
+  Run(const TrainConfig& config, const TrainOptions& options) : c_(config), o_(options) {}
+
+  Result<TrainResult> Go();
+
+ private:
+  Status Setup();
+  Status Resume();
+  Status SaveCheckpoint();
+  Status EvaluateAndReport(bool final_eval);
+  Result<loader::Batch> NextBatch();
+  void WriteLine(const nlohmann::json& line);
+  bool leader() const { return o_.world.rank == 0; }
+  Status ConnectWorld();
+  Status WaitForLeader(const std::string& what);
+  Result<int64_t> AgreeOnResumeStep();
+  Status OpenMetrics();
+  Status StartReplicas();
+  void LogPlan() const;
+  int64_t ClipsPerStep() const;
+  Status TrainStep();
+  Result<double> AccumulateGradients();
+  Status LogAndResetWindow();
+  Result<TrainResult> Finish(Clock::time_point start);
+
+  // What the next metrics line averages over.
+  struct LogWindow {
+    double loss = 0, wait = 0, norm = 0, lr = 0;
+    int64_t steps = 0, clips = 0;
+    Clock::time_point start = Clock::now();
+  };
+
+  const TrainConfig& c_;
+  const TrainOptions& o_;
+  torch::Device device_{torch::kCPU};
+  Precision precision_;
+  torch::nn::AnyModule model_;
+  std::shared_ptr<torch::nn::Module> module_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<storage::ObjectStore> store_;
+  std::unique_ptr<loader::Loader> loader_;
+  std::optional<CheckpointStore> checkpoints_;
+  std::unique_ptr<dist::Comm> comm_;
+  std::unique_ptr<dist::Reducer> reducer_;
+  std::vector<torch::Tensor> buffers_;  // broadcast from rank 0 before each forward
+  ScheduleOptions schedule_;
+  std::ofstream metrics_;
+  int64_t step_ = 0;
+  int64_t samples_ = 0;
+  int64_t skipped_steps_ = 0;
+  int64_t resumed_from_ = -1;
+  int64_t last_eval_epoch_ = -1;
+  std::optional<EvalReport> last_eval_;
+  LogWindow window_;
+};
+
+}  // namespace reel::train::internal
