@@ -7,7 +7,8 @@ function(reel_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 
-# reel_add_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...] [TIMEOUT s] [ENV ...]):
+# reel_add_test(NAME SOURCES ... DEPS ... [LABELS ...] [FIXTURES ...] [TIMEOUT s] [ENV ...]
+#               [TORCH_PCH]):
 # one GoogleTest binary, registered with ctest as one test, linked with the testing/ helpers.
 # LABELS defaults to "unit" (no servers, quick); "integration" needs a server (Ceph, Slurm),
 # "slow" takes minutes. FIXTURES names ctest fixtures the test needs (for example the Ceph
@@ -16,8 +17,11 @@ function(reel_add_test name)
   if(NOT REEL_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS;FIXTURES;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH_PCH" "TIMEOUT" "SOURCES;DEPS;LABELS;FIXTURES;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  if(ARG_TORCH_PCH)  # reuse reel_models_torch's precompiled torch/torch.h
+    target_precompile_headers(${name} REUSE_FROM reel_models_torch)
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} reel_testing GTest::gtest GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name} --gtest_color=no)
   if(NOT ARG_TIMEOUT)

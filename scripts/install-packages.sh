@@ -3,7 +3,8 @@
 # main setup does not need). Usage: install-packages.sh PACKAGE...
 set -euo pipefail
 # One dpkg-query for all of them; a package it does not know is missing too.
-installed=$(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null | awk '/ install ok installed$/ {print $1}')
+# dpkg-query exits non-zero when it knows some of them not at all: that is an answer, not a failure.
+installed=$( (dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true) | awk '/ install ok installed$/ {print $1}')
 missing=()
 for p in "$@"; do
   grep -qx "$p" <<<"$installed" || missing+=("$p")

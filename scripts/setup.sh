@@ -19,13 +19,11 @@ RUN_PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   # tensors, and Gloo headers for c10d's process groups
   libtorch-dev libopenblas0-pthread libgloo-dev
-  # the main job's closing summary
-  python3
 )
 
 TEST_PACKAGES=(
-  # test frameworks and the reference decoder of the media tests
-  libgtest-dev libgmock-dev ffmpeg git curl
+  # test frameworks, the reference decoder of the media tests, the scripts' checks
+  libgtest-dev libgmock-dev ffmpeg git curl python3
   # parity tests export models from torchvision and run PyTorch DDP
   python3-numpy python3-torch python3-torchvision
   # ip(8) for the two-namespace test, pgrep(1) for the worker-recovery test

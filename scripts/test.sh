@@ -4,8 +4,11 @@
 # Extra arguments go to ctest (e.g. -R storage, -L integration, -LE integration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout, so a clone in another folder (CI's) reuses
+# what an earlier build compiled.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 bash scripts/setup.sh --tests
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEL_BUILD_TESTS=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEL_BUILD_TESTS=ON -DREEL_BUILD_BENCH=ON
 ninja -C build
 cd build
 ctest --output-on-failure --timeout 900 "$@"

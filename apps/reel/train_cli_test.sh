@@ -43,7 +43,13 @@ check "eval matches the run's final report" python3 -c "
 import json, sys
 a = json.load(open('$WORK/eval.json')); b = json.load(open('$WORK/whole/eval.json'))
 assert a == b, (a['top1'], b['top1'])"
-check "multi-clip eval" bash -c "'$REEL' eval --config '$WORK/whole.yaml' --clips 3 | grep -q '^clips 48 .* videos 8 '"
+check "multi-clip eval" bash -c "'$REEL' eval --config '$WORK/whole.yaml' --clips 3 --out '$WORK/eval3.json' > '$WORK/eval3.txt'"
+check "it prints the report" grep -q '^clips 48 .* videos 8 ' "$WORK/eval3.txt"
+check "with the confusion matrix, one row per class" \
+  bash -c "grep -A9 '^confusion' '$WORK/eval3.txt' | grep -cE '^ +[0-9]+ [A-Za-z]+ ( +[0-9]+){8}$' | grep -qx 8"
+check "and writes it to --out" python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1])); assert r['clips'] == 48 and len(r['confusion']) == 8, r" "$WORK/eval3.json"
 
 # Mistakes.
 "$REEL" train --config "$WORK/whole.yaml" --quiet > "$WORK/again.out" 2>&1

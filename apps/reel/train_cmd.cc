@@ -48,6 +48,7 @@ struct EvalFlags {
   std::string split;
   int clips = 0;
   bool json = false;
+  std::string out;  // --out: the report as JSON, besides what is printed
 };
 
 Result<train::TrainConfig> LoadConfig(const std::string& path,
@@ -60,6 +61,28 @@ Result<train::TrainConfig> LoadConfig(const std::string& path,
   return train::ParseTrainConfigText(merged, path + " (with --set)");
 }
 
+std::string ClassName(const train::EvalReport& r, size_t c) {
+  return c < r.class_names.size() ? r.class_names[c] : "class " + std::to_string(c);
+}
+
+// The clip-level confusion matrix, rows the true class and columns the predicted one (numbered
+// as the rows); too wide to read past 20 classes, where --json and --out still hold it.
+void PrintConfusion(const train::EvalReport& r) {
+  const size_t n = r.confusion.size();
+  if (n == 0 || n > 20) return;
+  std::printf("confusion (clips; rows: true class, columns: predicted class)\n");
+  std::printf("  %-27s", "");
+  for (size_t c = 0; c < n; ++c) std::printf(" %5zu", c);
+  std::printf("\n");
+  for (size_t t = 0; t < n; ++t) {
+    std::printf("  %2zu %-24s", t, ClassName(r, t).c_str());
+    for (size_t p = 0; p < n && p < r.confusion[t].size(); ++p) {
+      std::printf(" %5lld", static_cast<long long>(r.confusion[t][p]));
+    }
+    std::printf("\n");
+  }
+}
+
 void PrintReport(const train::EvalReport& r, bool json) {
   if (json) {
     std::printf("%s\n", r.ToJson().c_str());
@@ -69,10 +92,10 @@ void PrintReport(const train::EvalReport& r, bool json) {
               static_cast<long long>(r.clips), r.top1, r.top5, static_cast<long long>(r.videos),
               r.video_top1);
   for (size_t c = 0; c < r.per_class.size(); ++c) {
-    std::string name = c < r.class_names.size() ? r.class_names[c] : "class " + std::to_string(c);
-    std::printf("  %-24s %.4f (%lld clips)\n", name.c_str(), r.per_class[c],
+    std::printf("  %-24s %.4f (%lld clips)\n", ClassName(r, c).c_str(), r.per_class[c],
                 static_cast<long long>(r.per_class_count[c]));
   }
+  PrintConfusion(r);
 }
 
 // Runs this command again as N workers under the elastic launcher.
@@ -93,11 +116,11 @@ int RunLauncherCommand(const TrainFlags& flags) {
   for (const auto& s : flags.overrides) o.worker_argv.insert(o.worker_argv.end(), {"--set", s});
   if (!flags.iface.empty())
     o.worker_argv.insert(o.worker_argv.end(), {"--set", "dist.iface=" + flags.iface});
-  if (flags.resume) o.worker_argv.push_back("--resume");
+  if (flags.resume) o.worker_argv.emplace_back("--resume");
   if (flags.stop_after > 0)
     o.worker_argv.insert(o.worker_argv.end(), {"--stop-after", std::to_string(flags.stop_after)});
-  if (flags.quiet) o.worker_argv.push_back("--quiet");
-  if (flags.json) o.worker_argv.push_back("--json");
+  if (flags.quiet) o.worker_argv.emplace_back("--quiet");
+  if (flags.json) o.worker_argv.emplace_back("--json");
   if (!flags.resume) o.restart_args = {"--resume"};
   auto result = dist::RunLauncher(o);
   if (!result.ok()) {
@@ -188,6 +211,15 @@ int RunEvalCommand(const EvalFlags& flags) {
     return ExitCodeFor(report.status());
   }
   PrintReport(*report, flags.json);
+  if (!flags.out.empty()) {
+    std::ofstream out(flags.out, std::ios::trunc);
+    out << report->ToJson() << "\n";
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "reel eval: cannot write the report to %s\n", flags.out.c_str());
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -242,6 +274,7 @@ void RegisterTrain(CLI::App& app, int* exit_code) {
   eval->add_option("--clips", eval_flags.clips, "clips per video (default: data.eval_clips)")
       ->check(CLI::Range(1, 64));
   eval->add_flag("--json", eval_flags.json, "print the report as JSON");
+  eval->add_option("--out", eval_flags.out, "also write the report as JSON to this file");
   eval->callback([exit_code] { *exit_code = RunEvalCommand(eval_flags); });
 }
 

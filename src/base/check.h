@@ -33,6 +33,9 @@ struct Voidify {
 
 }  // namespace reel::internal
 
+// The message after the check streams into the failure, so the replacement list cannot be
+// parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define REEL_CHECK(condition)                 \
   (condition) ? (void)0                       \
               : ::reel::internal::Voidify() & \
@@ -46,3 +49,4 @@ struct Voidify {
 #else
 #define REEL_DCHECK(condition) REEL_CHECK(condition)
 #endif
+// NOLINTEND(bugprone-macro-parentheses)

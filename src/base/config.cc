@@ -111,8 +111,9 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
 
 }  // namespace
 
-ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<const std::string> source, std::string path)
-    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)) {}
+ConfigNode::ConfigNode(const YAML::Node& node, std::shared_ptr<const std::string> source,
+                       std::string path)
+    : node_(node), source_(std::move(source)), path_(std::move(path)) {}
 
 Result<ConfigNode> ConfigNode::LoadFile(const std::string& path) {
   std::string text;
@@ -124,7 +125,7 @@ Result<ConfigNode> ConfigNode::LoadString(std::string_view yaml, std::string sou
   auto source = std::make_shared<const std::string>(std::move(source_name));
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
-    return ConfigNode(std::move(root), std::move(source), "");
+    return ConfigNode(root, std::move(source), "");
   } catch (const YAML::Exception& e) {
     // e.what() repeats the position in yaml-cpp's own 0-based words; e.msg is just the problem.
     return InvalidArgumentError(Location(*source, e.mark) + ": " + e.msg);

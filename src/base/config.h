@@ -66,7 +66,7 @@ class ConfigNode {
   const YAML::Node& yaml() const { return node_; }
 
  private:
-  ConfigNode(YAML::Node node, std::shared_ptr<const std::string> source, std::string path);
+  ConfigNode(const YAML::Node& node, std::shared_ptr<const std::string> source, std::string path);
 
   YAML::Node node_;
   std::shared_ptr<const std::string> source_;

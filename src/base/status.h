@@ -143,10 +143,13 @@ const Status& AsStatus(const Result<T>& r) {
       return ::reel::internal::AsStatus(reel_status_or_result_);  \
   } while (0)
 
-// REEL_ASSIGN_OR_RETURN(auto x, Foo());  — x gets the value, or the error is returned.
+// REEL_ASSIGN_OR_RETURN(auto x, Foo());  — x gets the value, or the error is returned. `lhs` is a
+// declaration, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define REEL_ASSIGN_OR_RETURN(lhs, expr) \
   REEL_ASSIGN_OR_RETURN_IMPL(REEL_CONCAT(reel_result_, __LINE__), lhs, expr)
 #define REEL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                               \
   if (!tmp.ok()) return tmp.status();              \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -120,7 +120,7 @@ Result<std::map<std::string, std::string>> ParseQuery(std::string_view text) {
   return query;
 }
 
-std::string StripLeadingSlashes(std::string path) {
+std::string StripLeadingSlashes(const std::string& path) {
   const size_t first = path.find_first_not_of('/');
   return first == std::string::npos ? std::string() : path.substr(first);
 }
@@ -166,7 +166,7 @@ Result<Uri> ParseHierarchical(std::string_view text, std::string scheme, std::st
     }
   }
   uri.authority = std::string(authority);
-  uri.path = StripLeadingSlashes(std::move(decoded).value());
+  uri.path = StripLeadingSlashes(decoded.value());
   return uri;
 }
 

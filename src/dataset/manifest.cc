@@ -24,6 +24,7 @@ Status Manifest::AddSplit(std::string_view split, const std::vector<ShardStats>&
     return InvalidArgumentError("split '" + std::string(split) + "' is already in the manifest");
   }
   std::vector<const ShardStats*> ordered;
+  ordered.reserve(shards.size());
   for (const ShardStats& s : shards) ordered.push_back(&s);
   std::sort(ordered.begin(), ordered.end(),
             [](const ShardStats* a, const ShardStats* b) { return a->number < b->number; });

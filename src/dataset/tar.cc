@@ -233,12 +233,12 @@ bool ParsePaxRecords(std::string_view data, std::map<std::string, std::string>* 
 // TarWriter
 
 TarWriter::TarWriter(std::string* out, TarWriterOptions options)
-    : string_out_(out), options_(std::move(options)) {
+    : string_out_(out), options_(options) {
   options_.mtime = std::clamp<int64_t>(options_.mtime, 0, static_cast<int64_t>(kMaxOctal11));
 }
 
 TarWriter::TarWriter(storage::ObjectWriter* out, TarWriterOptions options)
-    : object_out_(out), options_(std::move(options)) {
+    : object_out_(out), options_(options) {
   options_.mtime = std::clamp<int64_t>(options_.mtime, 0, static_cast<int64_t>(kMaxOctal11));
   buffer_.reserve(options_.buffer_bytes);
 }

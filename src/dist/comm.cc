@@ -154,6 +154,7 @@ Status Comm::Rendezvous() {
   const std::string mine = bind_address_ + ":" + std::to_string(listener->port());
   store_->set("probe/" + std::to_string(world_.rank), Bytes(mine));
   std::vector<std::string> keys;
+  keys.reserve(static_cast<size_t>(world_.world_size));
   for (int r = 0; r < world_.world_size; ++r) keys.push_back("probe/" + std::to_string(r));
   if (!WaitForKeys(*store_, keys, options_.connect_timeout)) {
     std::vector<int> missing;
@@ -339,7 +340,7 @@ Status Comm::AllReduce(at::Tensor tensor, std::string what) {
   return Wait(p);
 }
 
-Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, std::string what) {
+Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) {
   // One flat buffer per (dtype, device): one collective instead of one per tensor.
   std::map<std::pair<int, std::string>, std::vector<at::Tensor>> groups;
   for (const auto& t : tensors)
@@ -368,7 +369,7 @@ Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, std::st
   return Status::Ok();
 }
 
-Status Comm::FollowLeader(std::string what, std::chrono::milliseconds patience) {
+Status Comm::FollowLeader(const std::string& what, std::chrono::milliseconds patience) {
   const int64_t seq = Issue(what);
   const std::string key = "leader-done/" + std::to_string(seq);
   try {
@@ -405,7 +406,7 @@ Status Comm::FollowLeader(std::string what, std::chrono::milliseconds patience) 
   }
 }
 
-Status Comm::Barrier(std::string what, std::chrono::milliseconds timeout) {
+Status Comm::Barrier(const std::string& what, std::chrono::milliseconds timeout) {
   const int64_t seq = Issue(what);
   try {
     c10d::BarrierOptions options;

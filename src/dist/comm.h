@@ -85,16 +85,16 @@ class Comm {
   Status Wait(PendingCollective& pending);
   Status AllReduce(at::Tensor tensor, std::string what);
   // Copies root's tensors to every rank (one flat buffer per dtype and device).
-  Status Broadcast(const std::vector<at::Tensor>& tensors, int root, std::string what);
+  Status Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what);
   // Every rank waits here; `timeout` (0 = the watchdog's) for phases where rank 0 works alone
   // (evaluation, checkpoints) while the others wait.
-  Status Barrier(std::string what,
+  Status Barrier(const std::string& what,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
   // Rank 0 works alone (a checkpoint, an evaluation) while the others wait here for it, up to
   // `patience`, which may exceed the watchdog's timeout; a rank 0 that stops sending heartbeats
   // fails the wait within three heartbeat intervals. Goes through the store, not the backend.
-  Status FollowLeader(std::string what, std::chrono::milliseconds patience);
+  Status FollowLeader(const std::string& what, std::chrono::milliseconds patience);
 
   // The watchdog's report on why a collective failed (reads every rank's heartbeat; takes about
   // three heartbeat intervals).

@@ -52,16 +52,16 @@ std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_ran
     if (!owned) env.emplace_back(*e);
   }
   const int rank = o.node_rank * o.nproc + local_rank;
-  env.push_back("RANK=" + std::to_string(rank));
-  env.push_back("WORLD_SIZE=" + std::to_string(o.nnodes * o.nproc));
-  env.push_back("LOCAL_RANK=" + std::to_string(local_rank));
-  env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(o.nproc));
-  env.push_back("GROUP_RANK=" + std::to_string(o.node_rank));
-  env.push_back("MASTER_ADDR=" + o.master_addr);
-  env.push_back("MASTER_PORT=" + std::to_string(port));
-  env.push_back("REEL_AGENT_STORE=1");
-  env.push_back("REEL_RESTART_GENERATION=" + std::to_string(generation));
-  env.push_back("TORCHELASTIC_RESTART_COUNT=" + std::to_string(generation));
+  env.emplace_back("RANK=" + std::to_string(rank));
+  env.emplace_back("WORLD_SIZE=" + std::to_string(o.nnodes * o.nproc));
+  env.emplace_back("LOCAL_RANK=" + std::to_string(local_rank));
+  env.emplace_back("LOCAL_WORLD_SIZE=" + std::to_string(o.nproc));
+  env.emplace_back("GROUP_RANK=" + std::to_string(o.node_rank));
+  env.emplace_back("MASTER_ADDR=" + o.master_addr);
+  env.emplace_back("MASTER_PORT=" + std::to_string(port));
+  env.emplace_back("REEL_AGENT_STORE=1");
+  env.emplace_back("REEL_RESTART_GENERATION=" + std::to_string(generation));
+  env.emplace_back("TORCHELASTIC_RESTART_COUNT=" + std::to_string(generation));
   return env;
 }
 

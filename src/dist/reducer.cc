@@ -36,8 +36,8 @@ Result<GradCompression> ParseGradCompression(const std::string& name) {
 Reducer::Reducer(std::vector<NamedParameter> parameters, Comm& comm, ReducerOptions options)
     : params_(std::move(parameters)), comm_(comm), options_(options) {}
 
-Result<std::unique_ptr<Reducer>> Reducer::Create(std::vector<NamedParameter> parameters, Comm& comm,
-                                                 ReducerOptions options) {
+Result<std::unique_ptr<Reducer>> Reducer::Create(const std::vector<NamedParameter>& parameters,
+                                                 Comm& comm, ReducerOptions options) {
   if (options.bucket_cap_bytes <= 0 || options.first_bucket_bytes <= 0) {
     return InvalidArgumentError("reducer: bucket sizes must be positive");
   }

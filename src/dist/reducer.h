@@ -67,8 +67,8 @@ struct ReducerStats {
 class Reducer {
  public:
   using NamedParameter = std::pair<std::string, at::Tensor>;
-  static Result<std::unique_ptr<Reducer>> Create(std::vector<NamedParameter> parameters, Comm& comm,
-                                                 ReducerOptions options = {});
+  static Result<std::unique_ptr<Reducer>> Create(const std::vector<NamedParameter>& parameters,
+                                                 Comm& comm, ReducerOptions options = {});
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;

@@ -1,5 +1,6 @@
 #include "ingest/clip_maker.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "dataset/frames_codec.h"
@@ -20,7 +21,7 @@ std::pair<int, int> OutputRate(const ClipSettings& clip, const media::VideoInfo&
   if (clip.fps > 0) {
     double rounded = static_cast<double>(static_cast<int>(clip.fps));
     if (rounded == clip.fps) return {static_cast<int>(clip.fps), 1};
-    return {static_cast<int>(clip.fps * 1000 + 0.5), 1000};
+    return {static_cast<int>(std::lround(clip.fps * 1000)), 1000};
   }
   if (info.frame_rate.num > 0 && info.frame_rate.den > 0) {
     return {info.frame_rate.num, info.frame_rate.den};

@@ -134,7 +134,7 @@ struct PendingRow {  // a manifest row before class indices are known
 
 // `labels` holds every label the listing names, including those of rows whose video is missing,
 // so class indices do not depend on which downloads happened to succeed.
-Result<SourceListing> FromRows(const std::string& format, std::vector<PendingRow> rows,
+Result<SourceListing> FromRows(const std::string& format, const std::vector<PendingRow>& rows,
                                const std::map<std::string, ObjectInfo>& videos,
                                std::vector<MissingVideo> missing, std::set<std::string> labels) {
   SourceListing listing;

@@ -55,7 +55,7 @@ Result<std::vector<int>> ClipStarts(int stored, const ClipOptions& clip, Rng& rn
   }
   switch (clip.sampling) {
     case ClipSampling::kRandom:
-      starts.push_back(static_cast<int>(rng.Below(static_cast<uint64_t>(room + 1))));
+      starts.push_back(static_cast<int>(rng.Below(static_cast<uint64_t>(room) + 1)));
       break;
     case ClipSampling::kCenter:
     case ClipSampling::kUniform:
@@ -133,7 +133,9 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
           if (out_f) {
             out_f[x] = v * scale[ch] + bias[ch];
           } else {
-            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) + 0.5f);
+            // Clamped to [0, 255], where +0.5 and truncation round half up, faster than lround.
+            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) +
+                                            0.5f);  // NOLINT(bugprone-incorrect-roundings)
           }
         }
       }

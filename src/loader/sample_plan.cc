@@ -40,6 +40,7 @@ std::vector<SampleRef> BalancedStream(const std::vector<SampleRef>& stream, cons
   std::vector<int> classes;
   std::map<int, std::vector<uint64_t>> members;  // class -> stream positions
   for (uint64_t i = 0; i < stream.size(); ++i) members[stream[i].label].push_back(i);
+  classes.reserve(members.size());
   for (const auto& [label, positions] : members) classes.push_back(label);
   auto rng = Rng::Stream(o.seed, kBalancedDrawStream, o.epoch);
   std::vector<uint64_t> drawn;

@@ -17,6 +17,8 @@ nn::Conv3d Conv(int in, int out, std::array<int64_t, 3> kernel, std::array<int64
 class Conv2Plus1DImpl : public nn::SequentialImpl {
  public:
   using SequentialImpl::SequentialImpl;
+  // LibTorch modules take forward's tensor by value (AnyModule forwards it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) { return SequentialImpl::forward(x); }
 };
 TORCH_MODULE(Conv2Plus1D);
@@ -33,6 +35,8 @@ class TemporalConvImpl : public nn::Module {
     weight = register_parameter("weight", torch::empty({out, in, kernel, 1, 1}));
     nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   }
+  // LibTorch modules take forward's tensor by value (AnyModule forwards it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     const auto b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
     torch::Tensor y =
@@ -84,6 +88,8 @@ class BasicBlockImpl : public nn::Module {
     }
   }
 
+  // LibTorch modules take forward's tensor by value (AnyModule forwards it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     torch::Tensor out = conv2->forward(conv1->forward(x));
     out += downsample ? downsample->forward(x) : x;

@@ -75,7 +75,7 @@ class CachingStore : public ObjectStore {
   uint64_t DiskUsage() const;
 
  private:
-  struct Entry;
+  class Entry;
   CachingStore(std::unique_ptr<ObjectStore> inner, CacheOptions options);
   std::string EntryPath(std::string_view key) const;
   std::string NewTempPath() const;  // dot-named, so scans and eviction skip it

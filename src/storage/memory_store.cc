@@ -24,7 +24,9 @@ class MemoryReader : public ObjectReader {
   explicit MemoryReader(std::shared_ptr<const std::string> data) : data_(std::move(data)) {}
   Result<size_t> Read(char* buffer, size_t n) override {
     size_t take = std::min(n, data_->size() - position_);
-    std::memcpy(buffer, data_->data() + position_, take);
+    // Bytes, not a C string: no terminator is wanted.
+    std::memcpy(buffer, data_->data() + position_,
+                take);  // NOLINT(bugprone-not-null-terminated-result)
     position_ += take;
     return take;
   }

@@ -164,7 +164,7 @@ S3Store::S3Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3Store::~S3Store() = default;
 
 Result<std::unique_ptr<S3Store>> S3Store::Open(std::string bucket, std::string prefix,
-                                               S3Options options) {
+                                               const S3Options& options) {
   if (!ValidBucketName(bucket)) {
     return InvalidArgumentError("invalid S3 bucket name '" + bucket +
                                 "': 3-63 characters of a-z, 0-9, '.', '-', starting and ending "

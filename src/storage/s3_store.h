@@ -76,7 +76,7 @@ class S3Store : public ObjectStore {
   // `prefix` is prepended to every key ("" or ending in '/'; a missing '/' is added).
   // Does not contact the server. Errors: InvalidArgument for a bad bucket name or options.
   static Result<std::unique_ptr<S3Store>> Open(std::string bucket, std::string prefix,
-                                               S3Options options);
+                                               const S3Options& options);
   ~S3Store() override;
 
   std::string uri() const override;

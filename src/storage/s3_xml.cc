@@ -1,5 +1,6 @@
 #include "storage/s3_xml.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -183,7 +184,8 @@ int64_t ParseIso8601Ms(std::string_view text) {
   tm.tm_hour = hour;
   tm.tm_min = minute;
   tm.tm_sec = 0;
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + static_cast<int64_t>(seconds * 1000.0 + 0.5);
+  return static_cast<int64_t>(timegm(&tm)) * 1000 +
+         static_cast<int64_t>(std::llround(seconds * 1000.0));
 }
 
 int64_t ParseHttpDateMs(std::string_view text) {

@@ -47,6 +47,7 @@ template <typename T>
 #define ASSERT_STATUS(expr, code) \
   ASSERT_PRED_FORMAT2(::reel::testing::internal::HasCode, (expr), code)
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
 // ASSERT_OK_AND_ASSIGN(lhs, expr): asserts that the Result `expr` is OK and moves its value into
 // `lhs` (a declaration such as `auto x` or an existing variable).
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) \
@@ -55,3 +56,4 @@ template <typename T>
   auto tmp = (expr);                             \
   ASSERT_OK(tmp);                                \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -52,7 +52,7 @@ bool GradScaler::Unscale(const std::vector<torch::Tensor>& parameters) {
   const double inverse = 1.0 / state_.scale;
   torch::Tensor bad;  // one device-side flag, read once: no host sync per gradient
   for (const auto& p : parameters) {
-    torch::Tensor g = p.grad();
+    const torch::Tensor& g = p.grad();  // a handle: mul_ below still scales the gradient
     if (!g.defined()) continue;
     torch::Tensor flag = g.isfinite().logical_not().any();
     bad = bad.defined() ? bad.logical_or(flag) : flag;
