@@ -346,8 +346,7 @@ Result<SourceListing> ListKinetics(ObjectStore& store, const std::string& csv_ke
     }
     pending.push_back({it->second, field("label"), split, -1, -1});
   }
-  return FromRows("kinetics", std::move(pending), all_videos, std::move(missing),
-                  std::move(labels));
+  return FromRows("kinetics", pending, all_videos, std::move(missing), std::move(labels));
 }
 
 Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manifest_key) {
@@ -420,7 +419,7 @@ Result<SourceListing> ListManifest(ObjectStore& store, const std::string& manife
     }
   }
   REEL_ASSIGN_OR_RETURN(auto videos, ListVideos(store, folder.empty() ? "" : folder + "/"));
-  return FromRows("manifest", std::move(pending), videos, {}, {});
+  return FromRows("manifest", pending, videos, {}, {});
 }
 
 Result<SourceListing> ListSources(ObjectStore& store, const std::string& key_or_root) {

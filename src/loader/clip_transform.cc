@@ -134,8 +134,8 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
             out_f[x] = v * scale[ch] + bias[ch];
           } else {
             // Clamped to [0, 255], where +0.5 and truncation round half up, faster than lround.
-            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) +
-                                            0.5f);  // NOLINT(bugprone-incorrect-roundings)
+            // NOLINTNEXTLINE(bugprone-incorrect-roundings)
+            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) + 0.5f);
           }
         }
       }

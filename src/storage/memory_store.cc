@@ -25,8 +25,8 @@ class MemoryReader : public ObjectReader {
   Result<size_t> Read(char* buffer, size_t n) override {
     size_t take = std::min(n, data_->size() - position_);
     // Bytes, not a C string: no terminator is wanted.
-    std::memcpy(buffer, data_->data() + position_,
-                take);  // NOLINT(bugprone-not-null-terminated-result)
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
+    std::memcpy(buffer, data_->data() + position_, take);
     position_ += take;
     return take;
   }

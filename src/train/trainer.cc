@@ -208,7 +208,7 @@ Status Run::StartReplicas() {
   REEL_ASSIGN_OR_RETURN(reducer.compression, dist::ParseGradCompression(c_.dist.compression));
   std::vector<dist::Reducer::NamedParameter> named;
   for (auto& p : module_->named_parameters()) named.emplace_back(p.key(), p.value());
-  REEL_ASSIGN_OR_RETURN(reducer_, dist::Reducer::Create(std::move(named), *comm_, reducer));
+  REEL_ASSIGN_OR_RETURN(reducer_, dist::Reducer::Create(named, *comm_, reducer));
   return Status::Ok();
 }
 
