@@ -120,12 +120,16 @@ fails "ingesting only non-video files" 1 "no video of .*notvideo.* could be inge
 mkdir -p "$WORK/locked/Clap" && cp "$(ls "$WORK/raw/"*/*.mp4 | head -1)" "$WORK/locked/Clap/"
 chmod 000 "$WORK/locked"
 as_other=()
+reel_for_other=$REEL
 if [ "$(id -u)" -eq 0 ]; then
+  # nobody may not reach the build folder (a checkout under /root): it runs a copy from $WORK.
   chmod 755 "$WORK"
+  mkdir -p "$WORK/bin" && cp "$REEL" "$WORK/bin/reel" && chmod 755 "$WORK/bin" "$WORK/bin/reel"
+  reel_for_other=$WORK/bin/reel
   as_other=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 fi
 fails "ingesting an unreadable folder" 4 "locked.*(ermission)" "" -- \
-  "${as_other[@]}" "$REEL" ingest "$WORK/locked" "$WORK/locked-out"
+  "${as_other[@]}" "$reel_for_other" ingest "$WORK/locked" "$WORK/locked-out"
 chmod 755 "$WORK/locked"
 
 finish
