@@ -35,7 +35,7 @@
 namespace reel::dataset {
 
 namespace internal {
-class TarSource;  // where a TarReader reads from (tar.cc)
+class TarSource;  // where a TarReader reads from (tar_reader.cc)
 }  // namespace internal
 
 inline constexpr uint64_t kTarBlockSize = 512;
@@ -133,10 +133,32 @@ class TarReader {
   uint64_t offset() const { return offset_; }
 
  private:
+  // What the extended headers read so far say about the member that follows them (global pax
+  // records live in global_pax_, as they outlast the member).
+  struct PendingHeaders {
+    uint64_t first_header = 0;               // the member's first header block
+    std::map<std::string, std::string> pax;  // its 'x' records
+    std::string long_name, long_link;        // GNU 'L' and 'K'
+    bool any = false;                        // a header that still needs its member
+  };
+
   Status Fail(Status status);
   Result<size_t> ReadSome(char* out, size_t n);  // until n bytes or the end
   Status ReadExact(char* out, size_t n, std::string_view purpose);
   Status Skip(uint64_t n, std::string_view purpose);
+  Status MalformedField(uint64_t header_at, std::string_view field) const;  // the DataLoss error
+
+  // The steps of Next, in order. Each returns its error without breaking the reader; Next does.
+  // Reads one block: true for a header, false for the end-of-archive marker.
+  Result<bool> ReadHeaderBlock(char* block, const PendingHeaders& pending);
+  Status VerifyChecksum(const char* block, uint64_t header_at) const;
+  // A pax 'x' / 'g' or GNU 'L' / 'K' header's data, `size` bytes, into `pending` (or global_pax_).
+  Status ReadExtendedHeader(char type, uint64_t size, uint64_t header_at, PendingHeaders* pending);
+  // The member's own header fields, then what the extended headers before it override.
+  Status DecodeMember(const char* block, uint64_t size, uint64_t header_at, TarEntry* e) const;
+  Status ApplyOverrides(const PendingHeaders& pending, uint64_t header_at, TarEntry* e) const;
+  // Sets e->size and e->data_offset; reads the data into `data`, or skips it when null.
+  Status ReadMemberData(uint64_t header_at, TarEntry* e, std::string* data);
 
   std::unique_ptr<internal::TarSource> source_;
   std::string what_;

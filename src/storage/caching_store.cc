@@ -1,120 +1,38 @@
+// CachingStore as an ObjectStore: Open, reads served from entries or filled through the inner
+// store (whole, by range, or streamed while the entry is written), and writes that invalidate.
 #include "storage/caching_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cerrno>
+#include <cstdio>
 #include <functional>
-#include <random>
-#include <vector>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "base/hash.h"
 #include "base/logging.h"
+#include "base/status.h"
 #include "base/unique_fd.h"
+#include "storage/caching_store_entry.h"
 
 namespace reel::storage {
+
+using cache_entry::ChecksumOf;
+using cache_entry::DropEntry;
+using cache_entry::OpenAndCheck;
+using cache_entry::OpenEntry;
+using cache_entry::ReadExactly;
+using cache_entry::Touch;
+using cache_entry::TrailerFor;
+using cache_entry::WriteExactly;
+
 namespace {
-
-// An entry file is the object's bytes followed by a trailer, so entries can be written while
-// streaming and ranges read with one pread at the object's own offsets:
-//   [data: size bytes][etag][key][Footer]
-struct Footer {
-  uint64_t size;
-  uint64_t checksum;  // xxh3-64 of data
-  int64_t mtime_ms;
-  uint32_t etag_length;
-  uint32_t key_length;
-  char magic[8];
-};
-constexpr char kMagic[8] = {'R', 'E', 'E', 'L', 'C', 'A', 'C', '1'};
-constexpr std::string_view kTempPrefix = ".tmp-";
-
-bool ReadExactly(int fd, char* buffer, size_t n, uint64_t offset) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t got = ::pread(fd, buffer + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    done += static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool WriteExactly(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-std::string TrailerFor(std::string_view key, const ObjectInfo& info, uint64_t checksum) {
-  Footer footer{};
-  footer.size = info.size;
-  footer.checksum = checksum;
-  footer.mtime_ms = info.mtime_ms;
-  footer.etag_length = static_cast<uint32_t>(info.etag.size());
-  footer.key_length = static_cast<uint32_t>(key.size());
-  std::memcpy(footer.magic, kMagic, sizeof kMagic);
-  std::string trailer = info.etag + std::string(key);
-  trailer.append(reinterpret_cast<const char*>(&footer), sizeof footer);
-  return trailer;
-}
-
-// An open entry whose trailer matched the key and the file length.
-struct OpenEntry {
-  UniqueFd fd;
-  ObjectInfo info;
-  uint64_t checksum = 0;
-};
-
-// Opens and checks an entry's trailer; false when absent or malformed.
-bool OpenAndCheck(const std::string& path, std::string_view key, OpenEntry* entry) {
-  entry->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!entry->fd.valid()) return false;
-  struct stat st;
-  if (::fstat(entry->fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Footer))
-    return false;
-  uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  Footer footer;
-  if (!ReadExactly(entry->fd.get(), reinterpret_cast<char*>(&footer), sizeof footer,
-                   file_size - sizeof footer)) {
-    return false;
-  }
-  if (std::memcmp(footer.magic, kMagic, sizeof kMagic) != 0) return false;
-  uint64_t expected = footer.size + footer.etag_length + footer.key_length + sizeof footer;
-  if (expected != file_size || footer.key_length != key.size()) return false;
-  std::string names(footer.etag_length + footer.key_length, '\0');
-  if (!ReadExactly(entry->fd.get(), names.data(), names.size(), footer.size)) return false;
-  if (std::string_view(names).substr(footer.etag_length) != key) return false;  // hash collision
-  entry->info.key = std::string(key);
-  entry->info.size = footer.size;
-  entry->info.etag = names.substr(0, footer.etag_length);
-  entry->info.mtime_ms = footer.mtime_ms;
-  entry->checksum = footer.checksum;
-  return true;
-}
-
-// Marks an entry recently used, for LRU eviction shared by every process.
-void Touch(int fd) { ::futimens(fd, nullptr); }
-
-// Removes the bad entry open as `fd`, unless another process has already replaced it with a
-// new (good) one under the same name.
-void DropEntry(const std::string& path, int fd) {
-  struct stat open_st, path_st;
-  if (::fstat(fd, &open_st) != 0 || ::stat(path.c_str(), &path_st) != 0) return;
-  if (open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino) ::unlink(path.c_str());
-}
-
-uint64_t ChecksumOf(Hasher& hasher) {
-  return std::strtoull(hasher.FinishHex().c_str(), nullptr, 16);
-}
 
 // Streams a cached entry, checking its checksum as the last bytes are read: a corrupted entry
 // ends in DataLoss (and is dropped) rather than in wrong bytes.
@@ -147,6 +65,25 @@ class CachedEntryReader : public ObjectReader {
   std::function<void()> on_corrupt_;
   Hasher hasher_;
   uint64_t position_ = 0;
+};
+
+// Drops the cached copy once the write is committed, so that a copy cached from the old
+// version while the writer was open is not served afterwards.
+class InvalidatingWriter : public ObjectWriter {
+ public:
+  InvalidatingWriter(CachingStore* cache, std::string key, std::unique_ptr<ObjectWriter> inner)
+      : cache_(cache), key_(std::move(key)), inner_(std::move(inner)) {}
+  Status Write(std::string_view data) override { return inner_->Write(data); }
+  Status Close() override {
+    Status status = inner_->Close();
+    cache_->Invalidate(key_);
+    return status;
+  }
+
+ private:
+  CachingStore* cache_;
+  std::string key_;
+  std::unique_ptr<ObjectWriter> inner_;
 };
 
 }  // namespace
@@ -231,29 +168,6 @@ class CachingStore::Entry : public ObjectReader {
   bool published_ = false;
 };
 
-namespace {
-
-// Drops the cached copy once the write is committed, so that a copy cached from the old
-// version while the writer was open is not served afterwards.
-class InvalidatingWriter : public ObjectWriter {
- public:
-  InvalidatingWriter(CachingStore* cache, std::string key, std::unique_ptr<ObjectWriter> inner)
-      : cache_(cache), key_(std::move(key)), inner_(std::move(inner)) {}
-  Status Write(std::string_view data) override { return inner_->Write(data); }
-  Status Close() override {
-    Status status = inner_->Close();
-    cache_->Invalidate(key_);
-    return status;
-  }
-
- private:
-  CachingStore* cache_;
-  std::string key_;
-  std::unique_ptr<ObjectWriter> inner_;
-};
-
-}  // namespace
-
 CachingStore::CachingStore(std::unique_ptr<ObjectStore> inner, CacheOptions options)
     : inner_(std::move(inner)), options_(std::move(options)) {
   namespace_ = Xxh3_128Hex(inner_->uri()).substr(0, 16);
@@ -286,18 +200,6 @@ Result<std::unique_ptr<CachingStore>> CachingStore::Open(std::unique_ptr<ObjectS
 
 std::string CachingStore::uri() const { return inner_->uri(); }
 
-std::string CachingStore::EntryPath(std::string_view key) const {
-  return options_.directory + "/" + namespace_ + "-" + Xxh3_128Hex(key);
-}
-
-std::string CachingStore::NewTempPath() const {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return options_.directory + "/" + std::string(kTempPrefix) + std::to_string(::getpid()) + "-" +
-         std::to_string(rng());
-}
-
-void CachingStore::Invalidate(std::string_view key) { ::unlink(EntryPath(key).c_str()); }
-
 CacheStats CachingStore::stats() const {
   CacheStats s;
   s.hits = hits_.load();
@@ -305,139 +207,6 @@ CacheStats CachingStore::stats() const {
   s.evictions = evictions_.load();
   s.corrupt_entries = corrupt_.load();
   return s;
-}
-
-Result<std::string> CachingStore::ReadEntry(std::string_view key, ObjectInfo* info) {
-  std::string path = EntryPath(key);
-  OpenEntry entry;
-  if (!OpenAndCheck(path, key, &entry)) {
-    if (entry.fd.valid()) {  // present but malformed: a torn or foreign file
-      ++corrupt_;
-      DropEntry(path, entry.fd.get());
-    }
-    return NotFoundError("not cached");
-  }
-  std::string data(entry.info.size, '\0');
-  if (!ReadExactly(entry.fd.get(), data.data(), data.size(), 0) ||
-      Xxh3_64(data) != entry.checksum) {
-    ++corrupt_;
-    Logger("storage")->warn("cache entry for '{}' failed verification; fetching again", key);
-    DropEntry(path, entry.fd.get());
-    return NotFoundError("not cached");
-  }
-  Touch(entry.fd.get());
-  if (info) *info = entry.info;
-  return data;
-}
-
-void CachingStore::StoreEntry(std::string_view key, std::string_view data, const ObjectInfo& info) {
-  std::string temp = NewTempPath();
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.valid()) return;  // caching is best effort: the caller already has the bytes
-  std::string trailer = TrailerFor(key, info, Xxh3_64(data));
-  bool ok = WriteExactly(fd.get(), data) && WriteExactly(fd.get(), trailer);
-  ok = (fd.Close() == 0) && ok;
-  if (!ok || ::rename(temp.c_str(), EntryPath(key).c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return;
-  }
-  // Count what the file takes, trailer included, as the scans in EvictIfNeeded do.
-  added_since_scan_ += data.size() + trailer.size();
-  EvictIfNeeded();
-}
-
-uint64_t CachingStore::DiskUsage() const {
-  uint64_t total = 0;
-  DIR* dir = ::opendir(options_.directory.c_str());
-  if (!dir) return 0;
-  while (struct dirent* e = ::readdir(dir)) {
-    struct stat st;
-    if (e->d_name[0] == '.' || ::fstatat(::dirfd(dir), e->d_name, &st, 0) != 0) continue;
-    if (S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
-  }
-  ::closedir(dir);
-  return total;
-}
-
-void CachingStore::EvictIfNeeded() {
-  if (added_since_scan_.load() <= options_.max_bytes) return;
-  // One evictor at a time across processes; others carry on reading and filling.
-  std::string lock_path = options_.directory + "/.lock";
-  UniqueFd lock_fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!lock_fd.valid() || ::flock(lock_fd.get(), LOCK_EX) != 0) return;
-  struct Candidate {
-    std::string name;
-    uint64_t size;
-    int64_t mtime_ns;
-  };
-  std::vector<Candidate> entries;
-  uint64_t total = 0;
-  if (DIR* dir = ::opendir(options_.directory.c_str())) {
-    while (struct dirent* e = ::readdir(dir)) {
-      struct stat st;
-      if (e->d_name[0] == '.' || ::fstatat(::dirfd(dir), e->d_name, &st, 0) != 0) continue;
-      if (!S_ISREG(st.st_mode)) continue;
-      entries.push_back({e->d_name, static_cast<uint64_t>(st.st_size),
-                         st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec});
-      total += static_cast<uint64_t>(st.st_size);
-    }
-    ::closedir(dir);
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const Candidate& a, const Candidate& b) { return a.mtime_ns < b.mtime_ns; });
-  // Evict to 90% so that every fill does not trigger another scan.
-  uint64_t target = options_.max_bytes - options_.max_bytes / 10;
-  for (const Candidate& c : entries) {
-    if (total <= target) break;
-    if (::unlink((options_.directory + "/" + c.name).c_str()) == 0) {
-      total -= c.size;
-      ++evictions_;
-    }
-  }
-  added_since_scan_ = total;
-  ::flock(lock_fd.get(), LOCK_UN);
-}
-
-Result<std::string> CachingStore::Fill(std::string_view key, ObjectInfo* info) {
-  {
-    std::unique_lock lock(filling_mu_);
-    filling_cv_.wait(lock, [&] { return filling_.find(key) == filling_.end(); });
-    // Another thread may just have cached it.
-    lock.unlock();
-    auto cached = ReadEntry(key, info);
-    if (cached.ok()) {
-      ++hits_;
-      return cached;
-    }
-    lock.lock();
-    if (filling_.find(key) != filling_.end()) {
-      lock.unlock();
-      return Fill(key, info);  // lost the race to start the fetch: wait for that one
-    }
-    filling_.emplace(key);
-  }
-  auto done = [&] {
-    std::lock_guard lock(filling_mu_);
-    filling_.erase(filling_.find(key));
-    filling_cv_.notify_all();
-  };
-  ++misses_;
-  ObjectInfo fetched;
-  auto data = inner_->Get(key, &fetched);
-  if (!data.ok()) {
-    done();
-    return data.status();
-  }
-  if (data->size() != fetched.size) {
-    done();
-    return DataLossError(inner_->uri() + "/" + std::string(key) + ": received " +
-                         std::to_string(data->size()) + " bytes but the store reported " +
-                         std::to_string(fetched.size));
-  }
-  if (data->size() <= options_.max_object_bytes) StoreEntry(key, *data, fetched);
-  done();
-  if (info) *info = fetched;
-  return data;
 }
 
 Status CachingStore::Prefetch(std::string_view key) {

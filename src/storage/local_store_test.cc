@@ -1,5 +1,5 @@
-// LocalStore beyond the shared conformance suite (object_store_test.cc): the root, keys that try
-// to leave it, files in the way of keys, temporary files, and atomic replacement under
+// LocalStore beyond the shared conformance suite (object_store_conformance_test.cc): the root, keys
+// that try to leave it, files in the way of keys, temporary files, and atomic replacement under
 // concurrent writers in threads and in other processes.
 #include "storage/local_store.h"
 

@@ -1,5 +1,5 @@
-// MemoryStore beyond the shared conformance suite (object_store_test.cc): request counting,
-// readers that outlive a replace, listing thousands of keys.
+// MemoryStore beyond the shared conformance suite (object_store_conformance_test.cc): request
+// counting, readers that outlive a replace, listing thousands of keys.
 #include "storage/memory_store.h"
 
 #include <gtest/gtest.h>
