@@ -65,8 +65,16 @@ Result<std::vector<int>> ClipStarts(int stored, const ClipOptions& clip, Rng& rn
   return starts;
 }
 
+Flips DrawFlips(const TransformOptions& t, Rng& rng) {
+  Flips flips;
+  // Only the enabled ones draw, so turning one on leaves the other's stream as it was.
+  if (t.train && t.flip) flips.mirror = rng() & 1;
+  if (t.train && t.reverse) flips.reverse = rng() & 1;
+  return flips;
+}
+
 Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const TransformOptions& t,
-                Rng& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
+                Flips flips, Rng& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
   if (s.c != 3 || s.t < 1 || s.h < 1 || s.w < 1 ||
       s.pixels.size() != static_cast<size_t>(s.t) * s.h * s.w * s.c) {
     return InvalidArgumentError("frame stack is not T x H x W x 3 uint8");
@@ -74,7 +82,6 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   if (t.size < 1) return InvalidArgumentError("transform size must be positive");
   // The same crop and flip for every frame of the clip: motion stays consistent.
   Box box = t.train ? RandomResizedBox(s.w, s.h, t, rng) : CentreBox(s.w, s.h, t.size);
-  bool flip = t.train && t.flip && (rng() & 1);
   const int n = t.size;
   const size_t plane = static_cast<size_t>(n) * n;
   const size_t total = 3 * static_cast<size_t>(clip.frames) * plane;
@@ -101,7 +108,7 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
     }
     return v;
   };
-  const auto xs = taps(box.x, box.w, s.w, flip);
+  const auto xs = taps(box.x, box.w, s.w, flips.mirror);
   const auto ys = taps(box.y, box.h, s.h, false);
 
   // Per channel: x / 255 then (x - mean) / std, folded into one multiply-add.
@@ -112,7 +119,8 @@ Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const T
   }
   const size_t channel_stride = static_cast<size_t>(clip.frames) * plane;
   for (int f = 0; f < clip.frames; ++f) {
-    const int frame = std::min(start + f * clip.stride, s.t - 1);
+    const int played = flips.reverse ? clip.frames - 1 - f : f;
+    const int frame = std::min(start + played * clip.stride, s.t - 1);
     const uint8_t* src = reinterpret_cast<const uint8_t*>(s.pixels.data()) +
                          static_cast<size_t>(frame) * s.h * s.w * 3;
     for (int y = 0; y < n; ++y) {

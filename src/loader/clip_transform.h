@@ -38,6 +38,7 @@ struct TransformOptions {
   double min_scale = 0.25, max_scale = 1.0;         // crop area as a fraction of the frame
   double min_ratio = 3.0 / 4, max_ratio = 4.0 / 3;  // crop aspect ratio
   bool flip = true;       // horizontal flip with probability 1/2 (train only)
+  bool reverse = false;   // time reversal with probability 1/2 (train only)
   bool normalize = true;  // float output (x / 255 - mean) / std; otherwise uint8 output
   std::array<float, 3> mean = {0.43216f, 0.394666f, 0.37645f};  // Kinetics, as torchvision
   std::array<float, 3> std = {0.22803f, 0.22145f, 0.216989f};
@@ -47,11 +48,19 @@ struct TransformOptions {
 // its last frame. InvalidArgument for non-positive options.
 Result<std::vector<int>> ClipStarts(int stored_frames, const ClipOptions& clip, Rng& rng);
 
+// The mirror and time reversal of one training sample, drawn once per sample so that all its
+// clips, and its label, agree. Neither for evaluation or when its option is off.
+struct Flips {
+  bool mirror = false;
+  bool reverse = false;
+};
+Flips DrawFlips(const TransformOptions& transform, Rng& rng);
+
 // One clip, transformed, as C x T x H x W (the layout video models take), appended to `out_f32`
 // (normalised) or `out_u8` (the other is left alone), so several clips and samples can be
 // written straight into one buffer.
 Status MakeClip(const FrameStack& stack, int start, const ClipOptions& clip,
-                const TransformOptions& transform, Rng& rng, std::vector<float>* out_f32,
-                std::vector<uint8_t>* out_u8);
+                const TransformOptions& transform, Flips flips, Rng& rng,
+                std::vector<float>* out_f32, std::vector<uint8_t>* out_u8);
 
 }  // namespace reel::loader

@@ -57,7 +57,7 @@ TEST(MakeClipTest, EvalAtNativeSizeIsTheFramesInChannelFirstLayout) {
   Rng rng(1);
   std::vector<float> f;
   std::vector<uint8_t> u;
-  ASSERT_OK(MakeClip(s, 1, c, t, rng, &f, &u));
+  ASSERT_OK(MakeClip(s, 1, c, t, Flips{}, rng, &f, &u));
   ASSERT_EQ(u.size(), 3u * 3 * 8 * 8);
   auto at = [&](int ch, int frame, int y, int x) { return u[((ch * 3 + frame) * 8 + y) * 8 + x]; };
   EXPECT_EQ(at(0, 0, 2, 5), 5);  // R = x
@@ -65,6 +65,36 @@ TEST(MakeClipTest, EvalAtNativeSizeIsTheFramesInChannelFirstLayout) {
   EXPECT_EQ(at(2, 0, 0, 0), 1);  // B = source frame: start 1
   EXPECT_EQ(at(2, 2, 0, 0), 5);  // start + 2 * stride
   EXPECT_TRUE(f.empty());
+
+  // Played backwards: the same frames, last first; and mirrored: x runs right to left.
+  u.clear();
+  ASSERT_OK(MakeClip(s, 1, c, t, Flips{/*mirror=*/true, /*reverse=*/true}, rng, &f, &u));
+  EXPECT_EQ(at(2, 0, 0, 0), 5);
+  EXPECT_EQ(at(2, 1, 0, 0), 3);
+  EXPECT_EQ(at(2, 2, 0, 0), 1);
+  EXPECT_EQ(at(0, 0, 2, 5), 2);  // R = 7 - x
+  EXPECT_EQ(at(1, 2, 6, 1), 6);  // G = y, untouched
+}
+
+TEST(DrawFlipsTest, OnlyWhatIsOnAndOnlyInTraining) {
+  TransformOptions t;
+  t.flip = false;
+  t.reverse = true;
+  int mirrored = 0, reversed = 0;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    Rng rng(seed);
+    Flips flips = DrawFlips(t, rng);
+    mirrored += flips.mirror;
+    reversed += flips.reverse;
+  }
+  EXPECT_EQ(mirrored, 0);
+  EXPECT_GT(reversed, 16);  // about half of 64
+  EXPECT_LT(reversed, 48);
+  t.flip = true;
+  t.train = false;
+  Rng rng(3);
+  Flips eval = DrawFlips(t, rng);
+  EXPECT_FALSE(eval.mirror || eval.reverse);
 }
 
 TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
@@ -82,7 +112,7 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   for (uint64_t seed = 0; seed < 16; ++seed) {
     Rng rng(seed);
     u.clear();  // MakeClip appends
-    ASSERT_OK(MakeClip(s, 0, c, t, rng, &f, &u));
+    ASSERT_OK(MakeClip(s, 0, c, t, DrawFlips(t, rng), rng, &f, &u));
     if (u[0] == 3) saw_flip = true;  // R at x = 0 is the last column
     if (u[0] == 0) saw_plain = true;
   }
@@ -94,7 +124,7 @@ TEST(MakeClipTest, FlipMirrorsAndNormalisationUsesMeanAndStd) {
   t.std = {0.25f, 0.25f, 0.25f};
   Rng rng(0);
   u.clear();
-  ASSERT_OK(MakeClip(s, 0, c, t, rng, &f, &u));
+  ASSERT_OK(MakeClip(s, 0, c, t, Flips{}, rng, &f, &u));
   EXPECT_NEAR(f[1], (1 / 255.f - 0.5f) / 0.25f, 1e-6);  // R at x = 1
   EXPECT_TRUE(u.empty());
 }
@@ -109,13 +139,13 @@ TEST(MakeClipTest, RandomResizedCropStaysInsideAndIsRepeatable) {
   std::vector<float> f;
   std::vector<uint8_t> a, b;
   Rng r1(9), r2(9);
-  ASSERT_OK(MakeClip(s, 0, c, t, r1, &f, &a));
-  ASSERT_OK(MakeClip(s, 0, c, t, r2, &f, &b));
+  ASSERT_OK(MakeClip(s, 0, c, t, Flips{}, r1, &f, &a));
+  ASSERT_OK(MakeClip(s, 0, c, t, Flips{}, r2, &f, &b));
   EXPECT_EQ(a, b);
   for (size_t i = 0; i < 16 * 16; ++i) EXPECT_LE(a[i], 59);  // R = x stays inside the frame
   FrameStack bad = s;
   bad.pixels.pop_back();
-  EXPECT_STATUS(MakeClip(bad, 0, c, t, r1, &f, &a), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(MakeClip(bad, 0, c, t, Flips{}, r1, &f, &a), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

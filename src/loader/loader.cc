@@ -62,6 +62,32 @@ Result<FrameStack> Frames(const dataset::Record& record) {
   return stack;
 }
 
+// The label each label becomes under `pairs` (the identity for classes in none).
+Result<std::vector<int>> LabelSwaps(const std::vector<std::string>& classes,
+                                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                                    const std::string& what) {
+  std::vector<int> to(classes.size());
+  for (size_t i = 0; i < to.size(); ++i) to[i] = static_cast<int>(i);
+  std::vector<bool> paired(classes.size(), false);
+  auto index_of = [&](const std::string& name) -> Result<size_t> {
+    auto it = std::find(classes.begin(), classes.end(), name);
+    if (it == classes.end()) {
+      return InvalidArgumentError(what + ": the dataset has no class '" + name + "'");
+    }
+    const auto i = static_cast<size_t>(it - classes.begin());
+    if (paired[i]) return InvalidArgumentError(what + ": class '" + name + "' is in two pairs");
+    paired[i] = true;
+    return i;
+  };
+  for (const auto& [a, b] : pairs) {
+    if (a == b) return InvalidArgumentError(what + ": class '" + a + "' paired with itself");
+    REEL_ASSIGN_OR_RETURN(size_t i, index_of(a));
+    REEL_ASSIGN_OR_RETURN(size_t j, index_of(b));
+    std::swap(to[i], to[j]);
+  }
+  return to;
+}
+
 }  // namespace
 
 struct Loader::Impl {
@@ -133,8 +159,12 @@ struct Loader::Impl {
       sample.status = starts.status();
       return sample;
     }
+    const Flips flips = DrawFlips(o.transform, rng);
+    if (flips.mirror) sample.label = mirrored_label[static_cast<size_t>(sample.label)];
+    if (flips.reverse) sample.label = reversed_label[static_cast<size_t>(sample.label)];
     for (int start : *starts) {
-      sample.status = MakeClip(*stack, start, o.clip, o.transform, rng, &sample.f32, &sample.u8);
+      sample.status =
+          MakeClip(*stack, start, o.clip, o.transform, flips, rng, &sample.f32, &sample.u8);
       if (!sample.status.ok()) return sample;
     }
     return sample;
@@ -171,6 +201,7 @@ struct Loader::Impl {
   storage::ObjectStore& store;
   LoaderOptions o;
   std::vector<std::string> classes;
+  std::vector<int> mirrored_label, reversed_label;  // by label: flip_pairs, reverse_pairs
   SplitCatalog catalog;
   std::mutex readers_mu;
   std::map<uint32_t, std::unique_ptr<dataset::ShardReader>> readers;
@@ -207,6 +238,10 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
   }
   auto impl = std::make_unique<Impl>(store, std::move(options));
   impl->classes = manifest.classes;
+  REEL_ASSIGN_OR_RETURN(impl->mirrored_label,
+                        LabelSwaps(impl->classes, impl->o.flip_pairs, "flip_pairs"));
+  REEL_ASSIGN_OR_RETURN(impl->reversed_label,
+                        LabelSwaps(impl->classes, impl->o.reverse_pairs, "reverse_pairs"));
   // Every shard the manifest lists is there, whole, before the first batch (one HEAD each).
   for (const auto& shard : manifest.splits.at(impl->o.split).shards) {
     std::optional<uint32_t> number = dataset::ParseShardName(shard.name);

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -45,6 +46,11 @@ struct LoaderOptions {
                      // (its batch_size and epoch are set by the loader)
   ClipOptions clip;
   TransformOptions transform;
+  // Classes that trade labels when a training sample is mirrored (transform.flip) or played
+  // backwards (transform.reverse), by name, as mmaction2's flip_label_map: {MoveLeft, MoveRight}
+  // under either. A class in no pair keeps its label. InvalidArgument at Open for a name the
+  // dataset lacks or a class in two pairs.
+  std::vector<std::pair<std::string, std::string>> flip_pairs, reverse_pairs;
   int threads = 2;           // decode and transform workers
   int prefetch_batches = 2;  // batches prepared ahead of the trainer
   // With a CachingStore: shards fetched into the cache ahead of the one being read.

@@ -1,6 +1,7 @@
 // The loader over a real dataset: datagen videos ingested into a memory store.
 #include "loader/loader.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 
 namespace reel::loader {
 namespace {
+
+using ::testing::HasSubstr;
 
 // A dataset in each mode, made once: 8 classes x 4 videos, 8-frame clips, short side 32.
 storage::MemoryStore& Dataset(dataset::DatasetMode mode) {
@@ -244,6 +247,84 @@ TEST(LoaderTest, ThroughACacheEachShardIsFetchedOnceAndPrefetched) {
   EXPECT_EQ(inner->tar_gets.load(),
             static_cast<int>(shards->size()));  // the next epoch: all cached
   std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+// Frame t of clip b in a B x C x T x H x W uint8 batch, as bytes (all channels).
+std::string FrameOf(const Batch& batch, int64_t b, int64_t t) {
+  const int64_t c = batch.shape[1], frames = batch.shape[2],
+                plane = batch.shape[3] * batch.shape[4];
+  std::string out;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const uint8_t* p = batch.u8.data() + ((b * c + ch) * frames + t) * plane;
+    out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(plane));
+  }
+  return out;
+}
+
+TEST(LoaderTest, AReversedSampleTakesItsPairedLabel) {
+  LoaderOptions plain = Options();
+  plain.transform.normalize = false;
+  plain.transform.flip = false;
+  plain.transform.min_scale = plain.transform.max_scale = 1.0;  // the whole frame: no crop draws
+  plain.transform.min_ratio = plain.transform.max_ratio = 1.0;  // that could differ
+  LoaderOptions reversing = plain;
+  reversing.transform.reverse = true;
+  reversing.reverse_pairs = {{"MoveLeft", "MoveRight"}, {"Grow", "Shrink"}};
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  ASSERT_OK_AND_ASSIGN(auto a, Loader::Open(store, plain));
+  ASSERT_OK_AND_ASSIGN(auto b, Loader::Open(store, reversing));
+  const std::vector<std::string>& names = a->class_names();
+  auto paired = [&](int label) -> int {
+    const std::map<std::string, std::string> to = {{"MoveLeft", "MoveRight"},
+                                                   {"MoveRight", "MoveLeft"},
+                                                   {"Grow", "Shrink"},
+                                                   {"Shrink", "Grow"}};
+    auto it = to.find(names[static_cast<size_t>(label)]);
+    if (it == to.end()) return label;
+    return static_cast<int>(std::find(names.begin(), names.end(), it->second) - names.begin());
+  };
+  std::vector<Batch> forwards = Epoch(*a), maybe_backwards = Epoch(*b);
+  ASSERT_EQ(forwards.size(), maybe_backwards.size());
+  int reversed = 0, kept = 0, swapped = 0;
+  for (size_t i = 0; i < forwards.size(); ++i) {
+    const Batch &f = forwards[i], &r = maybe_backwards[i];
+    const int64_t frames = f.shape[2];
+    for (int64_t j = 0; j < f.shape[0]; ++j) {
+      ASSERT_EQ(f.keys[static_cast<size_t>(j)], r.keys[static_cast<size_t>(j)]);
+      const int label = f.labels[static_cast<size_t>(j)];
+      const int got = r.labels[static_cast<size_t>(j)];
+      if (FrameOf(f, j, 0) == FrameOf(r, j, 0)) {
+        ++kept;
+        EXPECT_EQ(got, label);
+        continue;
+      }
+      ++reversed;
+      for (int64_t t = 0; t < frames; ++t)
+        EXPECT_EQ(FrameOf(r, j, t), FrameOf(f, j, frames - 1 - t));
+      EXPECT_EQ(got, paired(label)) << names[static_cast<size_t>(label)];
+      swapped += got != label;
+    }
+  }
+  EXPECT_GT(reversed, 0);
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(swapped, 0);
+}
+
+TEST(LoaderTest, LabelPairsNameClassesOfTheDataset) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  LoaderOptions o = Options();
+  o.flip_pairs = {{"MoveLeft", "Sideways"}};
+  auto unknown = Loader::Open(store, o);
+  EXPECT_STATUS(unknown, StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("flip_pairs: the dataset has no class 'Sideways'"));
+  o.flip_pairs = {{"MoveLeft", "MoveRight"}, {"MoveRight", "Grow"}};
+  EXPECT_STATUS(Loader::Open(store, o), StatusCode::kInvalidArgument);
+  o.flip_pairs = {};
+  o.reverse_pairs = {{"Grow", "Grow"}};
+  auto itself = Loader::Open(store, o);
+  EXPECT_THAT(itself.status().message(),
+              HasSubstr("reverse_pairs: class 'Grow' paired with itself"));
 }
 
 TEST(LoaderTest, OpenErrors) {

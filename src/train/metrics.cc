@@ -33,6 +33,7 @@ Status Evaluator::Add(const std::vector<float>& scores, int label, const std::st
   if (v.sum.empty()) v.sum.assign(static_cast<size_t>(num_classes_), 0.0);
   for (size_t i = 0; i < scores.size(); ++i) v.sum[i] += scores[i];
   v.label = label;
+  ++v.clips;
   return Status::Ok();
 }
 
@@ -52,6 +53,7 @@ EvalReport Evaluator::Report() const {
   for (const auto& [key, v] : videos_) {
     auto best = static_cast<int>(std::max_element(v.sum.begin(), v.sum.end()) - v.sum.begin());
     correct += best == v.label;
+    r.predictions.push_back({key, v.label, best, v.sum[static_cast<size_t>(best)] / v.clips});
   }
   r.videos = static_cast<int64_t>(videos_.size());
   r.video_top1 = r.videos ? static_cast<double>(correct) / r.videos : 0;
@@ -59,6 +61,13 @@ EvalReport Evaluator::Report() const {
 }
 
 std::string EvalReport::ToJson() const {
+  nlohmann::json videos_json = nlohmann::json::array();
+  for (const auto& p : predictions) {
+    videos_json.push_back({{"video", p.video},
+                           {"label", p.label},
+                           {"predicted", p.predicted},
+                           {"confidence", p.confidence}});
+  }
   return nlohmann::json{{"clips", clips},
                         {"top1", top1},
                         {"top5", top5},
@@ -67,7 +76,8 @@ std::string EvalReport::ToJson() const {
                         {"per_class", per_class},
                         {"per_class_count", per_class_count},
                         {"confusion", confusion},
-                        {"class_names", class_names}}
+                        {"class_names", class_names},
+                        {"predictions", videos_json}}
       .dump();
 }
 

@@ -21,6 +21,14 @@ struct EvalReport {
   std::vector<int64_t> per_class_count;
   std::vector<std::vector<int64_t>> confusion;  // [true][predicted], clip level
   std::vector<std::string> class_names;         // by label index, when the caller knows them
+  // Every video's verdict, by key: which ones are wrong, and how sure the model was.
+  struct VideoPrediction {
+    std::string video;
+    int label = 0;
+    int predicted = 0;
+    double confidence = 0;  // the predicted class's mean clip score
+  };
+  std::vector<VideoPrediction> predictions;
 
   std::string ToJson() const;
 };
@@ -41,6 +49,7 @@ class Evaluator {
   struct Video {
     std::vector<double> sum;
     int label = -1;
+    int clips = 0;
   };
   std::map<std::string, Video> videos_;
 };

@@ -57,10 +57,29 @@ Result<std::optional<ConfigNode>> Section(const ConfigNode& root, const char* ke
   return std::optional<ConfigNode>(node);
 }
 
+// An optional list of class-name pairs: [[MoveLeft, MoveRight], [Grow, Shrink]].
+Status ReadPairs(const ConfigNode& node, const char* key,
+                 std::vector<std::pair<std::string, std::string>>* out) {
+  if (!node.Has(key)) return Status::Ok();
+  REEL_ASSIGN_OR_RETURN(ConfigNode list, node.Child(key));
+  REEL_ASSIGN_OR_RETURN(auto pairs, list.Elements());
+  for (const ConfigNode& pair : pairs) {
+    auto names = pair.Elements();
+    if (!names.ok() || names->size() != 2) {
+      return pair.Error("expected a pair of class names, e.g. [MoveLeft, MoveRight]");
+    }
+    REEL_ASSIGN_OR_RETURN(std::string a, (*names)[0].AsString());
+    REEL_ASSIGN_OR_RETURN(std::string b, (*names)[1].AsString());
+    out->emplace_back(std::move(a), std::move(b));
+  }
+  return Status::Ok();
+}
+
 Status ParseData(const ConfigNode& node, DataConfig* d) {
   REEL_RETURN_IF_ERROR(
       node.CheckKeys({"dataset", "cache_dir", "train_split", "val_split", "batch_size", "workers",
-                      "clip_frames", "frame_stride", "size", "min_scale", "flip", "eval_clips"}));
+                      "clip_frames", "frame_stride", "size", "min_scale", "flip", "flip_pairs",
+                      "reverse", "reverse_pairs", "eval_clips"}));
   REEL_ASSIGN_OR_RETURN(d->dataset, node.GetString("dataset"));
   if (d->dataset.empty()) return node.Child("dataset").value().Error("must name the dataset root");
   REEL_RETURN_IF_ERROR(ReadString(node, "cache_dir", &d->cache_dir));
@@ -73,6 +92,9 @@ Status ParseData(const ConfigNode& node, DataConfig* d) {
   REEL_RETURN_IF_ERROR(ReadInt(node, "size", 8, 1024, &d->size));
   REEL_RETURN_IF_ERROR(ReadDouble(node, "min_scale", 0.01, 1.0, &d->min_scale));
   REEL_RETURN_IF_ERROR(ReadBool(node, "flip", &d->flip));
+  REEL_RETURN_IF_ERROR(ReadPairs(node, "flip_pairs", &d->flip_pairs));
+  REEL_RETURN_IF_ERROR(ReadBool(node, "reverse", &d->reverse));
+  REEL_RETURN_IF_ERROR(ReadPairs(node, "reverse_pairs", &d->reverse_pairs));
   REEL_RETURN_IF_ERROR(ReadInt(node, "eval_clips", 1, 64, &d->eval_clips));
   return Status::Ok();
 }
@@ -327,6 +349,9 @@ loader::LoaderOptions TrainConfig::TrainLoaderOptions(int world_size, int rank) 
   o.transform.size = data.size;
   o.transform.min_scale = data.min_scale;
   o.transform.flip = data.flip;
+  o.transform.reverse = data.reverse;
+  o.flip_pairs = data.flip_pairs;
+  o.reverse_pairs = data.reverse_pairs;
   o.threads = data.workers;
   return o;
 }

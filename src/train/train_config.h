@@ -17,7 +17,10 @@
 //     frame_stride: 1
 //     size: 112                   # crop height and width
 //     min_scale: 0.25             # random resized crop: smallest area fraction
-//     flip: true                  # horizontal flips (off for direction-sensitive classes)
+//     flip: true                  # horizontal flips with probability 1/2
+//     flip_pairs: []              # classes a flip turns into each other: [[MoveLeft, MoveRight]]
+//     reverse: false              # time reversal with probability 1/2
+//     reverse_pairs: []           # classes it turns into each other: [[Grow, Shrink]]
 //     eval_clips: 1               # clips per video at evaluation (uniformly spaced)
 //   optimizer:
 //     name: sgd                   # sgd or adamw
@@ -61,6 +64,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -96,6 +100,9 @@ struct DataConfig {
   int size = 112;
   double min_scale = 0.25;
   bool flip = true;
+  std::vector<std::pair<std::string, std::string>> flip_pairs;
+  bool reverse = false;
+  std::vector<std::pair<std::string, std::string>> reverse_pairs;
   int eval_clips = 1;
 };
 

@@ -92,6 +92,28 @@ TEST(TrainConfigTest, MistakesAreNamedWithFileLineAndKey) {
   EXPECT_NE(ErrorOf("- a\n- b\n").find("map of sections"), std::string::npos);
 }
 
+TEST(TrainConfigTest, LabelPairsOfFlipsAndReversalReachTheTrainLoaderOnly) {
+  const std::string text = Replace(kConfig, "flip: false",
+                                   "reverse: true\n  flip_pairs: [[MoveLeft, MoveRight]]\n"
+                                   "  reverse_pairs: [[Grow, Shrink], [MoveUp, MoveDown]]");
+  ASSERT_OK_AND_ASSIGN(TrainConfig c, ParseTrainConfigText(text, "train.yaml"));
+  loader::LoaderOptions train = c.TrainLoaderOptions(2, 1);
+  EXPECT_TRUE(train.transform.flip);
+  EXPECT_TRUE(train.transform.reverse);
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(train.flip_pairs, (Pairs{{"MoveLeft", "MoveRight"}}));
+  EXPECT_EQ(train.reverse_pairs, (Pairs{{"Grow", "Shrink"}, {"MoveUp", "MoveDown"}}));
+  loader::LoaderOptions eval = c.EvalLoaderOptions("test");
+  EXPECT_FALSE(eval.transform.flip || eval.transform.reverse);
+
+  const std::string one = ErrorOf(Replace(text, "[[MoveLeft, MoveRight]]", "[[MoveLeft]]"));
+  EXPECT_NE(one.find("train.yaml:9:"), std::string::npos) << one;
+  EXPECT_NE(one.find("expected a pair of class names"), std::string::npos) << one;
+  EXPECT_NE(ErrorOf(Replace(text, "[[MoveLeft, MoveRight]]", "MoveLeft")), "");
+  EXPECT_NE(ErrorOf(Replace(text, "reverse: true", "reverse: 2")).find("'data.reverse'"),
+            std::string::npos);
+}
+
 TEST(TrainConfigTest, TheDistSectionIsReadAndChecked) {
   auto defaults = ParseTrainConfigText(kConfig, "train.yaml");
   ASSERT_OK(defaults);

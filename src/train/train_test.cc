@@ -59,6 +59,16 @@ TEST(EvaluatorTest, TopKPerClassConfusionAndVideoLevel) {
   EXPECT_EQ(r.confusion[0][1], 1);
   EXPECT_EQ(r.confusion[5][0], 1);
   EXPECT_NE(r.ToJson().find("\"video_top1\""), std::string::npos);
+  // Per video, by key: "a" right at its clips' mean score, "b" and "c" wrong.
+  ASSERT_EQ(r.predictions.size(), 3u);
+  EXPECT_EQ(r.predictions[0].video, "a");
+  EXPECT_EQ(r.predictions[0].predicted, 0);
+  EXPECT_NEAR(r.predictions[0].confidence, (0.4 + 0.9) / 2, 1e-6);  // float scores
+  EXPECT_EQ(r.predictions[1].video, "b");
+  EXPECT_EQ(r.predictions[1].label, 5);
+  EXPECT_EQ(r.predictions[1].predicted, 0);
+  EXPECT_NE(r.ToJson().find("{\"confidence\":3.0,\"label\":2,\"predicted\":0,\"video\":\"c\"}"),
+            std::string::npos);
   EXPECT_STATUS(e.Add({1, 2}, 0, "x"), StatusCode::kInvalidArgument);
   EXPECT_STATUS(e.Add({1, 2, 3, 4, 5, 6}, 6, "x"), StatusCode::kInvalidArgument);
 }
