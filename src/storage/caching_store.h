@@ -94,6 +94,7 @@ class CachingStore : public ObjectStore {
   std::mutex filling_mu_;
   std::condition_variable filling_cv_;
   std::set<std::string, std::less<>> filling_;
+  uint64_t fills_done_ = 0;  // fills finished, under filling_mu_
   std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, corrupt_{0};
 };
 

@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/logging.h"
 #include "base/status.h"
+#include "base/sync_point.h"
 #include "base/unique_fd.h"
 #include "storage/caching_store.h"
 #include "storage/caching_store_entry.h"
@@ -141,26 +142,29 @@ void CachingStore::EvictIfNeeded() {
 }
 
 Result<std::string> CachingStore::Fill(std::string_view key, ObjectInfo* info) {
-  {
+  while (true) {
     std::unique_lock lock(filling_mu_);
     filling_cv_.wait(lock, [&] { return filling_.find(key) == filling_.end(); });
-    // Another thread may just have cached it.
+    const uint64_t fills_seen = fills_done_;
     lock.unlock();
+    // Another thread may just have cached it.
     auto cached = ReadEntry(key, info);
     if (cached.ok()) {
       ++hits_;
       return cached;
     }
+    REEL_SYNC_POINT("CachingStore::Fill:Missed");
     lock.lock();
-    if (filling_.find(key) != filling_.end()) {
-      lock.unlock();
-      return Fill(key, info);  // lost the race to start the fetch: wait for that one
-    }
+    // A fill that started, or even finished, since the read may have brought it: look again
+    // rather than fetch it a second time.
+    if (filling_.find(key) != filling_.end() || fills_done_ != fills_seen) continue;
     filling_.emplace(key);
+    break;
   }
   auto done = [&] {
     std::lock_guard lock(filling_mu_);
     filling_.erase(filling_.find(key));
+    ++fills_done_;
     filling_cv_.notify_all();
   };
   ++misses_;

@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/sync_point.h"
 #include "storage/caching_store_test_util.h"
 #include "storage/memory_store.h"
 #include "storage/object_store.h"
@@ -52,6 +55,26 @@ TEST_F(CachingStoreTest, SecondGetCostsNoRequest) {
   }
   EXPECT_EQ(cache_->uri(), "mem://origin");
   EXPECT_GE(cache_->DiskUsage(), data.size());
+}
+
+// Single flight even when another caller's whole fetch fits between this caller's miss and its
+// claim on the key: it finds the entry instead of fetching the object a second time.
+TEST_F(CachingStoreTest, AFillThatFinishesDuringAMissIsNotRepeated) {
+  std::string data = RandomBytes(5000, 32);
+  ASSERT_OK(inner_->Put("shard/0002.tar", data));
+  SyncPoint& sp = SyncPoint::Get();
+  std::atomic<bool> raced{false};
+  sp.SetCallback("CachingStore::Fill:Missed", [&] {
+    if (raced.exchange(true)) return;  // the other caller's own miss
+    std::thread other([&] { EXPECT_EQ(*cache_->Get("shard/0002.tar"), data); });
+    other.join();
+  });
+  sp.EnableProcessing();
+  EXPECT_EQ(RequestsOf([&] { EXPECT_EQ(*cache_->Get("shard/0002.tar"), data); }), 1u);
+  sp.Reset();
+  EXPECT_TRUE(raced.load());
+  EXPECT_EQ(cache_->stats().misses, 1u);
+  EXPECT_EQ(cache_->stats().hits, 1u);
 }
 
 TEST_F(CachingStoreTest, MissingObjectsAreNotCached) {
