@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 SEEDS=("$@")
 [ ${#SEEDS[@]} -gt 0 ] || SEEDS=(1 2 3)
 bash scripts/setup.sh
+bash scripts/install-packages.sh python3  # the summary below
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build reel >/dev/null
 REEL=$PWD/build/apps/reel/reel
