@@ -9,6 +9,7 @@ extern "C" {
 #include <string>
 #include <utility>
 
+#include "base/check.h"
 #include "media/convert.h"
 #include "media/demuxer.h"
 #include "media/ffmpeg_util.h"
@@ -353,6 +354,7 @@ Result<std::vector<Frame>> DecoderImpl::DecodeFrames(const std::vector<int64_t>&
   std::map<int64_t, Frame> decoded;
   for (int64_t target : sorted) {
     REEL_ASSIGN_OR_RETURN(std::optional<Frame> frame, DecodeTo(target, /*allow_later=*/false));
+    REEL_CHECK(frame.has_value()) << "DecodeTo without allow_later returned no frame";
     decoded.emplace(target, std::move(*frame));
   }
   if (!sorted.empty()) cursor_ = sorted.back() + 1;
