@@ -14,6 +14,7 @@ bash scripts/install-packages.sh python3  # the summary below
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build reel >/dev/null
 REEL=$PWD/build/apps/reel/reel
+source configs/synthetic-data.sh  # the main job's datagen and ingest flags
 WORK=${REEL_RECIPE_WORK:-$(mktemp -d)}
 [ -n "${REEL_RECIPE_WORK:-}" ] || trap 'rm -rf "$WORK"' EXIT
 # Two worker processes of one LibTorch thread each (configs/synthetic.yaml): never more threads
@@ -23,8 +24,8 @@ echo "recipe: configs/synthetic.yaml, reel train --nproc 2, threads 1 per proces
 for seed in "${SEEDS[@]}"; do
   dir=$WORK/seed-$seed
   mkdir -p "$dir"
-  "$REEL" datagen --out "$dir/raw" --per-class 40 --seed "$seed" --quiet
-  "$REEL" ingest "$dir/raw" "$dir/ds" --clip-frames 16 --short-side 112 > /dev/null
+  "$REEL" datagen --out "$dir/raw" "${SYNTHETIC_DATAGEN_ARGS[@]}" --seed "$seed" --quiet
+  "$REEL" ingest "$dir/raw" "$dir/ds" "${SYNTHETIC_INGEST_ARGS[@]}" > /dev/null
   start=$(date +%s%N)
   "$REEL" train --config configs/synthetic.yaml --nproc 2 --quiet \
     --set data.dataset="$dir/ds" run_dir="$dir/run" seed="$seed" > "$dir/train.out" 2>&1 ||

@@ -8,11 +8,12 @@
 set -u
 REEL=$1
 SRC=$2
-PER_CLASS=${3:-40}
 source "$(dirname "$0")/check_lib.sh"
+source "$SRC/configs/synthetic-data.sh"  # the main job's dataset
+[ -z "${3:-}" ] || SYNTHETIC_DATAGEN_ARGS=(--per-class "$3")
 
-check "datagen" "$REEL" datagen --out "$WORK/raw" --per-class "$PER_CLASS" --quiet
-check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' --clip-frames 16 --short-side 112 > /dev/null"
+check "datagen" "$REEL" datagen --out "$WORK/raw" "${SYNTHETIC_DATAGEN_ARGS[@]}" --quiet
+check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' ${SYNTHETIC_INGEST_ARGS[*]} > /dev/null"
 for model in r2plus1d single_frame; do
   start=$(date +%s)
   check "train $model" bash -c "'$REEL' train --config '$SRC/configs/synthetic.yaml' --nproc 2 --quiet \
