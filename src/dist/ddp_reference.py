@@ -12,8 +12,8 @@ Deep batch-norm networks are a poor parity target: on torchvision's R(2+1)D-18 w
 PyTorch's own float32 gradients of the stem differ by about 1% from float64's (and from its own
 with MKL-DNN off), so two correct implementations only agree bit for bit with identical kernels.
 """
+import datetime
 import os
-import socket
 import sys
 
 import torch
@@ -41,11 +41,13 @@ class ParityNet(torch.nn.Module):
         return self.fc(x)
 
 
-def worker(rank, out, steps, port, init, batches):
+def worker(rank, out, steps, init, batches):
     torch.set_num_threads(1)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    # Rendezvous through a file, not a port picked here and bound later by rank 0: another test
+    # running beside this one could take that port in between, and rank 1 then waited for a
+    # rank 0 that never came (gloo's default timeout is 30 minutes). Gloo binds its own ports.
+    dist.init_process_group("gloo", init_method=f"file://{out}/rendezvous", rank=rank,
+                            world_size=WORLD, timeout=datetime.timedelta(seconds=120))
     model = ParityNet()
     model.load_state_dict(init)
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.004)
@@ -74,10 +76,7 @@ def main():
         batches[f"label.{s}"] = torch.randint(0, 4, (WORLD * PER_RANK,))
     save(init, f"{out}/init.safetensors")
     save(batches, f"{out}/batches.safetensors")
-    with socket.socket() as s:  # a free port for the rendezvous
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(out, steps, port, init, batches), nprocs=WORLD, join=True)
+    mp.spawn(worker, args=(out, steps, init, batches), nprocs=WORLD, join=True)
 
 
 if __name__ == "__main__":
