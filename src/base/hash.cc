@@ -45,6 +45,7 @@ std::string Md5Raw(std::string_view data) { return EvpDigest(EVP_md5(), data); }
 std::string Md5Hex(std::string_view data) { return HexEncode(EvpDigest(EVP_md5(), data)); }
 std::string Md5Base64(std::string_view data) { return Base64Encode(EvpDigest(EVP_md5(), data)); }
 std::string Sha256Hex(std::string_view data) { return HexEncode(EvpDigest(EVP_sha256(), data)); }
+std::string Sha256Raw(std::string_view data) { return EvpDigest(EVP_sha256(), data); }
 
 std::string HexEncode(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -54,6 +55,31 @@ std::string HexEncode(std::string_view bytes) {
     const auto byte = static_cast<unsigned char>(c);
     out += kDigits[byte >> 4];
     out += kDigits[byte & 0xF];
+  }
+  return out;
+}
+
+namespace {
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+Result<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) {
+    return InvalidArgumentError("hex string of odd length " + std::to_string(hex.size()));
+  }
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = HexValue(hex[2 * i]), lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return InvalidArgumentError("not a hex digit at position " +
+                                  std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
+    }
+    out[i] = static_cast<char>(hi << 4 | lo);
   }
   return out;
 }

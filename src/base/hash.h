@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace reel {
 
 uint64_t Xxh3_64(std::string_view data);
@@ -17,8 +19,11 @@ std::string Md5Raw(std::string_view data);     // the 16-byte digest
 std::string Md5Hex(std::string_view data);     // 32 lower-case hex digits
 std::string Md5Base64(std::string_view data);  // as S3's Content-MD5 header wants
 std::string Sha256Hex(std::string_view data);  // 64 lower-case hex digits
+std::string Sha256Raw(std::string_view data);  // the 32-byte digest
 
 std::string HexEncode(std::string_view bytes);
+// The bytes `hex` spells (either case). Errors: InvalidArgument for an odd length or a non-digit.
+Result<std::string> HexDecode(std::string_view hex);
 std::string Base64Encode(std::string_view bytes);
 
 // Incremental hashing for streams: Update many times, then Finish once.

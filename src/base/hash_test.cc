@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "testing/status_matchers.h"
+
 namespace reel {
 namespace {
 
@@ -43,6 +45,17 @@ TEST(HashTest, Xxh3KnownVectors) {
 TEST(HashTest, HexEncode) {
   EXPECT_EQ(HexEncode(""), "");
   EXPECT_EQ(HexEncode(std::string("\x00\x01\xab\xff", 4)), "0001abff");
+}
+
+TEST(HashTest, HexDecodeInvertsHexEncode) {
+  const std::string bytes("\x00\x01\xab\xff\x7f", 5);
+  ASSERT_OK_AND_ASSIGN(std::string back, HexDecode(HexEncode(bytes)));
+  EXPECT_EQ(back, bytes);
+  ASSERT_OK_AND_ASSIGN(std::string upper, HexDecode("ABff"));
+  EXPECT_EQ(upper, "\xab\xff");
+  EXPECT_STATUS(HexDecode("abc"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(HexDecode("0g"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(HexEncode(Sha256Raw("abc")), Sha256Hex("abc"));
 }
 
 TEST(HashTest, Base64Encode) {

@@ -1,9 +1,9 @@
 #include "dataset/frames_codec.h"
 
-#include <zstd.h>
-
 #include <cstring>
 #include <limits>
+
+#include "base/zstd.h"
 
 namespace reel::dataset {
 namespace {
@@ -86,25 +86,7 @@ Result<std::string> EncodeFrames(const FramesHeader& header, std::string_view pi
   PutU32(out.data() + 20, header.channels);
   out[24] = static_cast<char>(header.format);
 
-  const size_t bound = ZSTD_compressBound(pixels.size());
-  if (ZSTD_isError(bound)) {
-    return InvalidArgumentError("frames payload of " + std::to_string(pixels.size()) +
-                                " bytes is too large for zstd");
-  }
-  out.resize(kFramesHeaderBytes + bound);
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  if (cctx == nullptr) return InternalError("zstd: cannot create a compression context");
-  size_t rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.level);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  if (!ZSTD_isError(rc)) {
-    rc = ZSTD_compress2(cctx, out.data() + kFramesHeaderBytes, bound, pixels.data(), pixels.size());
-  }
-  ZSTD_freeCCtx(cctx);
-  if (ZSTD_isError(rc)) {
-    return InternalError(std::string("zstd compression failed: ") + ZSTD_getErrorName(rc));
-  }
-  out.resize(kFramesHeaderBytes + rc);
+  REEL_RETURN_IF_ERROR(ZstdCompressAppend(pixels, ZstdOptions{options.level}, &out));
   return out;
 }
 
@@ -198,35 +180,14 @@ Result<DecodedFrames> DecodeFrames(std::string_view payload, const FramesDecodeO
                                   std::to_string(options.max_pixel_bytes));
   }
   std::string_view body = payload.substr(kFramesHeaderBytes);
-  const size_t frame_size = ZSTD_findFrameCompressedSize(body.data(), body.size());
-  if (ZSTD_isError(frame_size)) {
-    return DataLossError(std::string("frames payload: truncated or corrupt zstd frame: ") +
-                         ZSTD_getErrorName(frame_size));
-  }
-  if (frame_size != body.size()) {
-    return DataLossError("frames payload has " + std::to_string(body.size() - frame_size) +
-                         " bytes after its zstd frame");
-  }
-  const unsigned long long content = ZSTD_getFrameContentSize(body.data(), body.size());
-  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
-    return DataLossError("frames payload: zstd frame does not record its content size");
-  }
+  REEL_ASSIGN_OR_RETURN(uint64_t content, ZstdContentSize(body, "frames payload"));
   if (content != expected) {
     return DataLossError("frames payload " + Dims(header) + " needs " + std::to_string(expected) +
                          " bytes, its zstd frame holds " + std::to_string(content));
   }
   DecodedFrames out;
   out.header = header;
-  out.pixels.resize(static_cast<size_t>(expected));
-  const size_t rc = ZSTD_decompress(out.pixels.data(), out.pixels.size(), body.data(), body.size());
-  if (ZSTD_isError(rc)) {
-    return DataLossError(std::string("frames payload: zstd decompression failed: ") +
-                         ZSTD_getErrorName(rc));
-  }
-  if (rc != expected) {
-    return DataLossError("frames payload decompressed to " + std::to_string(rc) + " bytes, " +
-                         std::to_string(expected) + " expected");
-  }
+  REEL_ASSIGN_OR_RETURN(out.pixels, ZstdDecompress(body, expected, "frames payload"));
   return out;
 }
 

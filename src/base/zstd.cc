@@ -1,0 +1,84 @@
+#include "base/zstd.h"
+
+#include <zstd.h>
+
+#include <memory>
+
+namespace reel {
+namespace {
+
+struct FreeCCtx {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
+std::string Prefix(std::string_view what) { return std::string(what) + ": "; }
+
+}  // namespace
+
+Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std::string* out) {
+  if (options.level < ZSTD_minCLevel() || options.level > ZSTD_maxCLevel()) {
+    return InvalidArgumentError("zstd level " + std::to_string(options.level) + " is outside [" +
+                                std::to_string(ZSTD_minCLevel()) + ", " +
+                                std::to_string(ZSTD_maxCLevel()) + "]");
+  }
+  const size_t bound = ZSTD_compressBound(data.size());
+  if (ZSTD_isError(bound)) {
+    return InvalidArgumentError(std::to_string(data.size()) +
+                                " bytes are too many for one zstd frame");
+  }
+  std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
+  if (cctx == nullptr) return InternalError("zstd: cannot create a compression context");
+  size_t rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, options.level);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  const size_t start = out->size();
+  out->resize(start + bound);
+  if (!ZSTD_isError(rc)) {
+    rc = ZSTD_compress2(cctx.get(), out->data() + start, bound, data.data(), data.size());
+  }
+  if (ZSTD_isError(rc)) {
+    out->resize(start);
+    return InternalError(std::string("zstd compression failed: ") + ZSTD_getErrorName(rc));
+  }
+  out->resize(start + rc);
+  return Status::Ok();
+}
+
+Result<uint64_t> ZstdContentSize(std::string_view frame, std::string_view what) {
+  const size_t size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
+  if (ZSTD_isError(size)) {
+    return DataLossError(Prefix(what) +
+                         "truncated or corrupt zstd frame: " + ZSTD_getErrorName(size));
+  }
+  if (size != frame.size()) {
+    return DataLossError(Prefix(what) + std::to_string(frame.size() - size) +
+                         " bytes after its zstd frame");
+  }
+  const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (content == ZSTD_CONTENTSIZE_ERROR || content == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return DataLossError(Prefix(what) + "zstd frame does not record its content size");
+  }
+  return static_cast<uint64_t>(content);
+}
+
+Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
+                                   std::string_view what) {
+  REEL_ASSIGN_OR_RETURN(uint64_t content, ZstdContentSize(frame, what));
+  if (content > max_size) {
+    return ResourceExhaustedError(Prefix(what) + "zstd frame decodes to " +
+                                  std::to_string(content) + " bytes, over the limit of " +
+                                  std::to_string(max_size));
+  }
+  std::string out(static_cast<size_t>(content), '\0');
+  const size_t rc = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
+  if (ZSTD_isError(rc)) {
+    return DataLossError(Prefix(what) + "zstd decompression failed: " + ZSTD_getErrorName(rc));
+  }
+  if (rc != content) {
+    return DataLossError(Prefix(what) + "zstd frame decompressed to " + std::to_string(rc) +
+                         " bytes, " + std::to_string(content) + " recorded");
+  }
+  return out;
+}
+
+}  // namespace reel

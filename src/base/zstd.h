@@ -1,0 +1,33 @@
+// zstd frames as Reel stores them: one frame per payload, with its content size recorded (so a
+// reader checks the size before it allocates) and zstd's checksum (so a flipped bit is DataLoss,
+// not wrong bytes). Used by the dataset's frames payloads and the registry's weight chunks.
+// Thread-safety: free functions, reentrant (each call has its own context).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace reel {
+
+struct ZstdOptions {
+  int level = 3;  // zstd's levels: negative (fastest) to 22
+};
+
+// Appends one frame holding `data` to `*out`. Errors: InvalidArgument for a level zstd does not
+// take or data too large for one frame; Internal when zstd itself fails.
+Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std::string* out);
+
+// The content size `frame` records. Errors (DataLoss, naming `what`): not a complete zstd
+// frame, bytes after it, or no recorded size.
+Result<uint64_t> ZstdContentSize(std::string_view frame, std::string_view what);
+
+// The bytes of `frame`, which must be exactly one frame (as ZstdContentSize checks) of at most
+// `max_size` bytes. Errors: ResourceExhausted over max_size; DataLoss (naming `what`) for a
+// corrupt frame or a checksum mismatch.
+Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
+                                   std::string_view what);
+
+}  // namespace reel

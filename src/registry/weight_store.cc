@@ -1,0 +1,256 @@
+#include "registry/weight_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/hash.h"
+#include "base/json.h"
+#include "registry/chunk_codec.h"
+
+namespace reel::registry {
+namespace {
+
+constexpr int kManifestFormat = 1;
+
+std::string TensorId(const std::vector<ChunkRef>& chunks) {
+  std::string addresses;
+  for (const ChunkRef& c : chunks) addresses += c.sha256;
+  return Sha256Hex(addresses);
+}
+
+bool IsSha256Hex(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Result<ChunkRef> ChunkRefFromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_number_unsigned() ||
+      !j[2].is_number_unsigned()) {
+    return DataLossError(where + ": expected [sha256, size, depth]");
+  }
+  ChunkRef c{j[0].get<std::string>(), j[1].get<uint64_t>(), 0};
+  const uint64_t depth = j[2].get<uint64_t>();
+  if (!IsSha256Hex(c.sha256) || depth > kMaxChunkDepth) {
+    return DataLossError(where + ": bad chunk address or depth");
+  }
+  c.depth = static_cast<int>(depth);
+  return c;
+}
+
+Result<TensorEntry> TensorFromJson(const nlohmann::json& j, const std::string& where) {
+  JsonFields f(j, where);
+  TensorEntry t;
+  t.dtype = f.String("dtype");
+  t.id = f.String("id");
+  const nlohmann::json& shape = f.Array("shape");
+  const nlohmann::json& chunks = f.Array("chunks");
+  if (!f.ok()) return DataLossError(f.error());
+  for (const nlohmann::json& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      return DataLossError(where + ".shape: expected non-negative integers");
+    }
+    t.shape.push_back(d.get<int64_t>());
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    REEL_ASSIGN_OR_RETURN(
+        ChunkRef c, ChunkRefFromJson(chunks[i], where + ".chunks[" + std::to_string(i) + "]"));
+    t.chunks.push_back(std::move(c));
+  }
+  if (models::DtypeSize(t.dtype) == 0)
+    return DataLossError(where + ".dtype: unknown '" + t.dtype + "'");
+  if (t.id != TensorId(t.chunks)) return DataLossError(where + ".id: does not match its chunks");
+  return t;
+}
+
+uint64_t Elements(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+}  // namespace
+
+uint64_t TensorEntry::bytes() const {
+  uint64_t n = 0;
+  for (const ChunkRef& c : chunks) n += c.size;
+  return n;
+}
+
+std::string ManifestToJson(const WeightManifest& manifest) {
+  nlohmann::json tensors = nlohmann::json::object();
+  for (const auto& [name, t] : manifest.tensors) {
+    nlohmann::json chunks = nlohmann::json::array();
+    for (const ChunkRef& c : t.chunks) chunks.push_back({c.sha256, c.size, c.depth});
+    tensors[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"id", t.id}, {"chunks", chunks}};
+  }
+  nlohmann::json doc = {
+      {"format", kManifestFormat}, {"tensors", tensors}, {"metadata", manifest.metadata}};
+  return doc.dump();
+}
+
+Result<WeightManifest> ManifestFromJson(std::string_view text, std::string_view what) {
+  REEL_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, what));
+  JsonFields f(doc, "");
+  const int64_t format = f.Int("format");
+  const nlohmann::json& tensors = f.Object("tensors");
+  const nlohmann::json& metadata = f.Object("metadata");
+  if (!f.ok()) return DataLossError(std::string(what) + ": " + f.error());
+  if (format != kManifestFormat) {
+    return FailedPreconditionError(std::string(what) + ": weight manifest format " +
+                                   std::to_string(format) + ", this build reads " +
+                                   std::to_string(kManifestFormat));
+  }
+  WeightManifest m;
+  for (const auto& [name, j] : tensors.items()) {
+    REEL_ASSIGN_OR_RETURN(TensorEntry t,
+                          TensorFromJson(j, std::string(what) + ": tensors." + name));
+    m.tensors.emplace(name, std::move(t));
+  }
+  for (const auto& [key, v] : metadata.items()) {
+    if (!v.is_string())
+      return DataLossError(std::string(what) + ": metadata." + key + ": expected a string");
+    m.metadata.emplace(key, v.get<std::string>());
+  }
+  return m;
+}
+
+WeightStore::WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
+                         WeightStoreOptions options)
+    : store_(std::move(store)), prefix_(std::move(prefix)), options_(options) {}
+
+Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
+                                         const WeightManifest* parent, PushStats* stats) const {
+  if (options_.chunk_bytes < 8 || options_.max_chain < 0 || options_.max_chain > kMaxChunkDepth) {
+    return InvalidArgumentError(
+        "weight store: chunk_bytes must be at least 8 and max_chain in [0, " +
+        std::to_string(kMaxChunkDepth) + "]");
+  }
+  PushStats local;
+  if (stats == nullptr) stats = &local;
+  WeightManifest out;
+  out.metadata = file.metadata;
+  for (const auto& [name, tensor] : file.tensors) {
+    const int width = static_cast<int>(models::DtypeSize(tensor.dtype));
+    if (width == 0)
+      return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + tensor.dtype + "'");
+    const TensorEntry* base = nullptr;
+    if (parent != nullptr) {
+      auto it = parent->tensors.find(name);
+      if (it != parent->tensors.end() && it->second.dtype == tensor.dtype &&
+          it->second.shape == tensor.shape) {
+        base = &it->second;
+      }
+    }
+    TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
+    const uint64_t per_chunk = options_.chunk_bytes / width * width;
+    const std::string_view data = tensor.data;
+    for (uint64_t offset = 0, i = 0; offset < data.size(); offset += per_chunk, ++i) {
+      const std::string_view raw = data.substr(offset, per_chunk);
+      const ChunkRef* base_chunk =
+          base != nullptr && i < base->chunks.size() && base->chunks[i].size == raw.size()
+              ? &base->chunks[i]
+              : nullptr;
+      REEL_ASSIGN_OR_RETURN(ChunkRef ref,
+                            PushChunk(raw, width, base_chunk,
+                                      "tensor '" + name + "' chunk " + std::to_string(i), stats));
+      entry.chunks.push_back(std::move(ref));
+    }
+    entry.id = TensorId(entry.chunks);
+    out.tensors.emplace(name, std::move(entry));
+  }
+  return out;
+}
+
+Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const ChunkRef* base,
+                                        const std::string& what, PushStats* stats) const {
+  ChunkRef ref{Sha256Hex(raw), raw.size(), 0};
+  ++stats->chunks;
+  stats->raw_bytes += raw.size();
+  if (base != nullptr && base->sha256 == ref.sha256) return *base;  // unchanged
+
+  const std::string key = ChunkKey(ref.sha256);
+  Result<storage::ObjectInfo> head = store_->Head(key);
+  if (head.ok()) {  // stored before (another tensor, version or an interrupted push)
+    REEL_ASSIGN_OR_RETURN(std::string stored, store_->Get(key));
+    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(stored, what));
+    ref.depth = h.depth;
+    return ref;
+  }
+  if (head.status().code() != StatusCode::kNotFound) return head.status();
+
+  ChunkEncodeOptions encode{options_.zstd_level};
+  REEL_ASSIGN_OR_RETURN(std::string encoded, EncodeChunk(raw, width, nullptr, encode));
+  if (base != nullptr && base->depth < options_.max_chain) {
+    REEL_ASSIGN_OR_RETURN(std::string base_raw,
+                          ReadChunk(base->sha256, what + " (delta base)", kMaxChunkDepth));
+    const DeltaBase delta_base{base_raw, base->depth};
+    REEL_ASSIGN_OR_RETURN(std::string delta, EncodeChunk(raw, width, &delta_base, encode));
+    if (delta.size() < encoded.size()) {
+      encoded = std::move(delta);
+      ref.depth = base->depth + 1;
+      ++stats->deltas_written;
+    }
+  }
+  REEL_RETURN_IF_ERROR(store_->Put(key, encoded));
+  ++stats->chunks_written;
+  stats->stored_bytes += encoded.size();
+  return ref;
+}
+
+// Reads the chain from `sha256` down to its full chunk (each link one less deep: a damaged store
+// cannot make it loop), then decodes it back up, checking every link against its address.
+Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std::string& what,
+                                           int max_depth) const {
+  std::vector<std::pair<std::string, std::string>> chain;  // (address, encoded), newest first
+  std::string address = sha256;
+  int depth = max_depth + 1;
+  while (true) {
+    Result<std::string> encoded = store_->Get(ChunkKey(address));
+    if (!encoded.ok()) {
+      if (encoded.status().code() != StatusCode::kNotFound) return encoded.status();
+      return DataLossError(what + ": chunk " + address + " is missing from " + store_->uri());
+    }
+    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(*encoded, what));
+    if (h.depth >= depth) {
+      return DataLossError(what + ": chunk " + address + " has depth " + std::to_string(h.depth) +
+                           ", not less than the chunk that names it as its base");
+    }
+    depth = h.depth;
+    chain.emplace_back(address, std::move(encoded).value());
+    if (h.form == ChunkForm::kFull) break;
+    address = h.base_sha256;
+  }
+  std::string raw;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    REEL_ASSIGN_OR_RETURN(raw, DecodeChunk(it->second, raw, what));
+    const std::string got = Sha256Hex(raw);
+    if (got != it->first) {
+      return DataLossError(what + ": chunk " + it->first + " holds other bytes (SHA-256 " + got +
+                           ")");
+    }
+  }
+  return raw;
+}
+
+Result<models::SafetensorsFile> WeightStore::Pull(const WeightManifest& manifest) const {
+  models::SafetensorsFile file;
+  file.metadata = manifest.metadata;
+  for (const auto& [name, t] : manifest.tensors) {
+    models::TensorBytes tensor{t.dtype, t.shape, {}};
+    tensor.data.reserve(t.bytes());
+    for (size_t i = 0; i < t.chunks.size(); ++i) {
+      const std::string what = "tensor '" + name + "' chunk " + std::to_string(i);
+      REEL_ASSIGN_OR_RETURN(std::string raw, ReadChunk(t.chunks[i].sha256, what, kMaxChunkDepth));
+      tensor.data += raw;
+    }
+    if (tensor.data.size() != Elements(t.shape) * models::DtypeSize(t.dtype)) {
+      return DataLossError("tensor '" + name + "': its chunks hold " +
+                           std::to_string(tensor.data.size()) + " bytes, not what its shape needs");
+    }
+    file.tensors.emplace(name, std::move(tensor));
+  }
+  return file;
+}
+
+}  // namespace reel::registry

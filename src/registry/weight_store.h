@@ -1,0 +1,101 @@
+// A registry version's weights on any ObjectStore, stored once and changed small.
+//
+// Every tensor is cut into chunks of whole elements, at most `chunk_bytes` each. A chunk is kept
+// under its content address, `chunks/<SHA-256 of its raw bytes>`, so a chunk that did not change
+// is stored once wherever it sits. A new chunk is stored as a delta (chunk_codec.h) against the
+// parent version's chunk at the same place of the same tensor (same name, dtype and shape),
+// unless that base is already `max_chain` deltas deep: then it is stored whole, so any pull
+// decodes at most max_chain + 1 chunks for one. Every pulled chunk is checked against its
+// address.
+//
+// The WeightManifest is what a version records (the registry keeps it in its metadata): per
+// tensor its dtype, shape, chunk list and an identity, the SHA-256 of its chunks' addresses (two
+// tensors with the same identity hold the same bytes).
+//
+// Crash safety: each chunk is one object Put whole, under the address of its content; a push
+// killed halfway leaves only complete chunks, which the rerun finds and does not write again.
+// Thread-safety: a WeightStore holds no mutable state; share it across threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "models/safetensors.h"
+#include "storage/object_store.h"
+
+namespace reel::registry {
+
+struct ChunkRef {
+  std::string sha256;  // address: SHA-256 of the raw bytes, 64 hex digits
+  uint64_t size = 0;   // raw bytes
+  int depth = 0;       // how many deltas its read decodes (0: stored whole)
+};
+
+struct TensorEntry {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string id;  // SHA-256 of the chunks' addresses, in order
+  std::vector<ChunkRef> chunks;
+  uint64_t bytes() const;
+};
+
+struct WeightManifest {
+  std::map<std::string, TensorEntry> tensors;
+  std::map<std::string, std::string> metadata;  // the safetensors file's __metadata__
+};
+
+std::string ManifestToJson(const WeightManifest& manifest);
+// Errors: DataLoss naming `what` and the field for anything malformed.
+Result<WeightManifest> ManifestFromJson(std::string_view text, std::string_view what);
+
+struct WeightStoreOptions {
+  uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
+  int max_chain = 8;               // deltas in a row before a chunk is stored whole again
+  int zstd_level = 1;
+};
+
+struct PushStats {
+  uint64_t raw_bytes = 0;     // the tensors' bytes
+  uint64_t stored_bytes = 0;  // bytes of the chunks this push wrote
+  int chunks = 0;             // chunks in the version
+  int chunks_written = 0;     // of which new: not in the store before
+  int deltas_written = 0;     // of which stored as deltas
+};
+
+class WeightStore {
+ public:
+  // Chunks live under `prefix` ("" or ending in '/') of `store`.
+  WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
+              WeightStoreOptions options = {});
+
+  // Stores the tensors of `file`, as deltas against `parent` (may be null) where it has the same
+  // tensor. Errors: InvalidArgument for bad options or a dtype safetensors does not know; the
+  // store's errors.
+  Result<WeightManifest> Push(const models::SafetensorsFile& file, const WeightManifest* parent,
+                              PushStats* stats = nullptr) const;
+
+  // The tensors, bit-exact. Errors: DataLoss naming the tensor and chunk for a missing chunk, a
+  // damaged one, or one whose content does not match its address; the store's other errors.
+  Result<models::SafetensorsFile> Pull(const WeightManifest& manifest) const;
+
+  std::string ChunkKey(std::string_view sha256) const {
+    return prefix_ + "chunks/" + std::string(sha256);
+  }
+
+ private:
+  Result<ChunkRef> PushChunk(std::string_view raw, int width, const ChunkRef* parent,
+                             const std::string& what, PushStats* stats) const;
+  Result<std::string> ReadChunk(const std::string& sha256, const std::string& what,
+                                int max_depth) const;
+
+  std::shared_ptr<storage::ObjectStore> store_;
+  std::string prefix_;
+  WeightStoreOptions options_;
+};
+
+}  // namespace reel::registry

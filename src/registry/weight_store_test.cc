@@ -1,0 +1,222 @@
+#include "registry/weight_store.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/random.h"
+#include "registry/chunk_codec.h"
+#include "storage/memory_store.h"
+#include "testing/status_matchers.h"
+
+namespace reel::registry {
+namespace {
+
+using models::SafetensorsFile;
+using models::TensorBytes;
+
+TensorBytes Floats(std::vector<int64_t> shape, uint64_t seed) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  Rng rng(seed);
+  std::vector<float> w(n);
+  for (float& x : w) x = static_cast<float>(0.05 * (rng.Uniform() + rng.Uniform() - 1.0));
+  TensorBytes t{"F32", std::move(shape), std::string(n * 4, '\0')};
+  std::memcpy(t.data.data(), w.data(), t.data.size());
+  return t;
+}
+
+// Every weight of `t` moved by up to a relative `step`, as one step of training does.
+TensorBytes Moved(TensorBytes t, double step, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> w(t.data.size() / 4);
+  std::memcpy(w.data(), t.data.data(), t.data.size());
+  for (float& x : w) x = static_cast<float>(x * (1.0 + step * (2 * rng.Uniform() - 1)));
+  std::memcpy(t.data.data(), w.data(), t.data.size());
+  return t;
+}
+
+// A small network: a conv weight over several chunks (with a remainder), a bias, a head, an
+// int64 counter, an empty tensor, and metadata.
+SafetensorsFile Model(uint64_t seed) {
+  SafetensorsFile f;
+  f.tensors["conv.weight"] = Floats({16, 3, 3, 7, 7}, seed);  // 28224 bytes
+  f.tensors["conv.bias"] = Floats({16}, seed + 1);
+  f.tensors["fc.weight"] = Floats({8, 16}, seed + 2);
+  TensorBytes steps{"I64", {}, std::string(8, '\0')};
+  steps.data[0] = 42;
+  f.tensors["bn.num_batches_tracked"] = steps;
+  f.tensors["empty"] = TensorBytes{"F16", {0, 4}, ""};
+  f.metadata["arch"] = "test";
+  return f;
+}
+
+class WeightStoreTest : public ::testing::Test {
+ protected:
+  WeightStoreOptions Options() {
+    WeightStoreOptions o;
+    o.chunk_bytes = 10000;  // conv.weight: 3 chunks, the last shorter
+    return o;
+  }
+  std::shared_ptr<storage::MemoryStore> mem_ = std::make_shared<storage::MemoryStore>();
+  WeightStore store_{mem_, "weights/", Options()};
+};
+
+void ExpectSameFile(const SafetensorsFile& a, const SafetensorsFile& b) {
+  ASSERT_OK_AND_ASSIGN(std::string x, models::WriteSafetensors(a));
+  ASSERT_OK_AND_ASSIGN(std::string y, models::WriteSafetensors(b));
+  EXPECT_TRUE(x == y) << "the pulled file differs";
+}
+
+TEST_F(WeightStoreTest, PushThenPullIsBitExact) {
+  const SafetensorsFile model = Model(1);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store_.Push(model, nullptr, &stats));
+  EXPECT_EQ(m.tensors.at("conv.weight").chunks.size(), 3u);
+  EXPECT_TRUE(m.tensors.at("empty").chunks.empty());
+  EXPECT_EQ(stats.chunks, 6);
+  EXPECT_EQ(stats.chunks_written, 6);
+  EXPECT_EQ(stats.deltas_written, 0);
+  EXPECT_LT(stats.stored_bytes, stats.raw_bytes);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store_.Pull(m));
+  ExpectSameFile(back, model);
+}
+
+TEST_F(WeightStoreTest, AnUnchangedVersionWritesNothing) {
+  ASSERT_OK_AND_ASSIGN(WeightManifest first, store_.Push(Model(1), nullptr));
+  const uint64_t requests = mem_->request_count();
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest second, store_.Push(Model(1), &first, &stats));
+  EXPECT_EQ(stats.chunks_written, 0);
+  EXPECT_EQ(stats.stored_bytes, 0u);
+  EXPECT_EQ(mem_->request_count(), requests) << "an unchanged chunk needs no request";
+  EXPECT_EQ(ManifestToJson(second), ManifestToJson(first));
+}
+
+TEST_F(WeightStoreTest, AHeadOnlyFineTuneStoresOnlyTheHead) {
+  ASSERT_OK_AND_ASSIGN(WeightManifest parent, store_.Push(Model(1), nullptr));
+  SafetensorsFile tuned = Model(1);
+  tuned.tensors["fc.weight"] = Moved(tuned.tensors["fc.weight"], 0.05, 9);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest child, store_.Push(tuned, &parent, &stats));
+  EXPECT_EQ(stats.chunks_written, 1);
+  EXPECT_LE(stats.stored_bytes, 8 * 16 * 4 + 100u);
+  EXPECT_EQ(child.tensors.at("conv.weight").id, parent.tensors.at("conv.weight").id);
+  EXPECT_NE(child.tensors.at("fc.weight").id, parent.tensors.at("fc.weight").id);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store_.Pull(child));
+  ExpectSameFile(back, tuned);
+}
+
+TEST_F(WeightStoreTest, AFullFineTuneIsStoredAsSmallDeltas) {
+  SafetensorsFile base;
+  base.tensors["w"] = Floats({250000}, 3);  // 1 MB
+  WeightStore store(mem_, "", WeightStoreOptions{});
+  ASSERT_OK_AND_ASSIGN(WeightManifest parent, store.Push(base, nullptr));
+  SafetensorsFile tuned = base;
+  tuned.tensors["w"] = Moved(tuned.tensors["w"], 1e-3, 4);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest child, store.Push(tuned, &parent, &stats));
+  EXPECT_EQ(stats.deltas_written, stats.chunks);
+  EXPECT_LT(stats.stored_bytes, 0.65 * stats.raw_bytes) << stats.stored_bytes;
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(child));
+  ExpectSameFile(back, tuned);
+}
+
+TEST_F(WeightStoreTest, DeltaChainsAreBounded) {
+  WeightStoreOptions o = Options();
+  o.max_chain = 2;
+  WeightStore store(mem_, "", o);
+  SafetensorsFile model = Model(1);
+  std::vector<WeightManifest> versions;
+  std::vector<SafetensorsFile> files;
+  for (int v = 0; v < 7; ++v) {
+    if (v > 0) model.tensors["conv.weight"] = Moved(model.tensors["conv.weight"], 1e-3, 100 + v);
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
+    EXPECT_EQ(m.tensors.at("conv.weight").chunks[0].depth, v % 3) << "version " << v;
+    versions.push_back(m);
+    files.push_back(model);
+  }
+  for (size_t v = 0; v < versions.size(); ++v) {
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(versions[v]));
+    ExpectSameFile(back, files[v]);
+  }
+}
+
+TEST_F(WeightStoreTest, DamagedOrMissingChunksAreDataLossNamingTheTensor) {
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store_.Push(Model(1), nullptr));
+  const ChunkRef& bias = m.tensors.at("conv.bias").chunks[0];
+  // Other bytes under the address: a valid chunk, but not this one.
+  ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(std::string(64, 'x'), 4, nullptr));
+  ASSERT_OK(mem_->Put(store_.ChunkKey(bias.sha256), other));
+  Result<SafetensorsFile> swapped = store_.Pull(m);
+  EXPECT_STATUS(swapped, StatusCode::kDataLoss);
+  EXPECT_NE(swapped.status().message().find("conv.bias"), std::string::npos)
+      << swapped.status().message();
+  ASSERT_OK(mem_->Delete(store_.ChunkKey(bias.sha256)));
+  Result<SafetensorsFile> missing = store_.Pull(m);
+  EXPECT_STATUS(missing, StatusCode::kDataLoss);
+  EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+  const ChunkRef& fc = m.tensors.at("fc.weight").chunks[0];
+  ASSERT_OK_AND_ASSIGN(std::string enc, mem_->Get(store_.ChunkKey(fc.sha256)));
+  enc[enc.size() / 2] = static_cast<char>(enc[enc.size() / 2] ^ 8);
+  ASSERT_OK(mem_->Put(store_.ChunkKey(fc.sha256), enc));
+  EXPECT_STATUS(store_.Pull(m), StatusCode::kDataLoss);
+}
+
+// Fails every Put after the first `allowed`, as a push killed halfway would stop.
+class StopsAfterPuts : public storage::MemoryStore {
+ public:
+  explicit StopsAfterPuts(int allowed) : allowed_(allowed) {}
+  Status Put(std::string_view key, std::string_view data) override {
+    if (allowed_-- <= 0) return UnavailableError("the pushing process died");
+    return MemoryStore::Put(key, data);
+  }
+  int allowed_;
+};
+
+TEST_F(WeightStoreTest, AnInterruptedPushLeavesWholeChunksAndTheRerunWritesTheRest) {
+  auto flaky = std::make_shared<StopsAfterPuts>(4);
+  WeightStore store(flaky, "", Options());
+  EXPECT_STATUS(store.Push(Model(1), nullptr), StatusCode::kUnavailable);
+  flaky->allowed_ = 1000;
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(Model(1), nullptr, &stats));
+  EXPECT_EQ(stats.chunks_written, 2) << "4 of the 6 chunks were already stored";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m));
+  ExpectSameFile(back, Model(1));
+}
+
+TEST_F(WeightStoreTest, ManifestsRoundTripAndRejectDamage) {
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store_.Push(Model(1), nullptr));
+  const std::string json = ManifestToJson(m);
+  ASSERT_OK_AND_ASSIGN(WeightManifest back, ManifestFromJson(json, "v1"));
+  EXPECT_EQ(ManifestToJson(back), json);
+  EXPECT_STATUS(ManifestFromJson("{", "v1"), StatusCode::kDataLoss);
+  std::string newer = json;
+  newer.replace(newer.find("\"format\":1"), 10, "\"format\":2");
+  EXPECT_STATUS(ManifestFromJson(newer, "v1"), StatusCode::kFailedPrecondition);
+  std::string bad_id = json;
+  const std::string id = m.tensors.at("conv.bias").id;
+  bad_id.replace(bad_id.find(id), 2, id[0] == '0' ? "11" : "00");
+  Result<WeightManifest> r = ManifestFromJson(bad_id, "v1");
+  EXPECT_STATUS(r, StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("conv.bias"), std::string::npos) << r.status().message();
+  std::string bad_dtype = json;
+  bad_dtype.replace(bad_dtype.find("\"F32\""), 5, "\"F99\"");
+  EXPECT_STATUS(ManifestFromJson(bad_dtype, "v1"), StatusCode::kDataLoss);
+}
+
+TEST_F(WeightStoreTest, BadInputIsRefused) {
+  SafetensorsFile f;
+  f.tensors["x"] = TensorBytes{"Q7", {1}, "a"};
+  EXPECT_STATUS(store_.Push(f, nullptr), StatusCode::kInvalidArgument);
+  WeightStoreOptions o;
+  o.chunk_bytes = 0;
+  EXPECT_STATUS(WeightStore(mem_, "", o).Push(Model(1), nullptr), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reel::registry
