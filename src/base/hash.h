@@ -8,8 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "base/status.h"
-
 namespace reel {
 
 uint64_t Xxh3_64(std::string_view data);
@@ -22,8 +20,6 @@ std::string Sha256Hex(std::string_view data);  // 64 lower-case hex digits
 std::string Sha256Raw(std::string_view data);  // the 32-byte digest
 
 std::string HexEncode(std::string_view bytes);
-// The bytes `hex` spells (either case). Errors: InvalidArgument for an odd length or a non-digit.
-Result<std::string> HexDecode(std::string_view hex);
 std::string Base64Encode(std::string_view bytes);
 
 // Incremental hashing for streams: Update many times, then Finish once.

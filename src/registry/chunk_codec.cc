@@ -24,52 +24,36 @@ uint64_t GetU64(const char* p) {
   return v;
 }
 
-// out[p * n + i] = raw[i * W + p] ^ base[i * W + p] (no XOR without a base). The XOR choice is
-// a template argument so that the inner loop carries no branch.
-template <int W, bool kXor>
-void ToPlanes(const uint8_t* raw, const uint8_t* base, size_t n, uint8_t* out) {
+// One kernel both ways: element byte i * W + p <-> plane byte p * n + i, XORed with the base's
+// element byte when kXor. Direction and XOR are template arguments, so the inner loop carries no
+// branch.
+template <int W, bool kToPlanes, bool kXor>
+void Planes(const uint8_t* in, const uint8_t* base, size_t n, uint8_t* out) {
   for (size_t i = 0; i < n; ++i) {
     for (int p = 0; p < W; ++p) {
-      out[p * n + i] = kXor ? raw[i * W + p] ^ base[i * W + p] : raw[i * W + p];
-    }
-  }
-}
-
-// The inverse: raw[i * W + p] = planes[p * n + i] ^ base[i * W + p].
-template <int W, bool kXor>
-void FromPlanes(const uint8_t* planes, const uint8_t* base, size_t n, uint8_t* raw) {
-  for (size_t i = 0; i < n; ++i) {
-    for (int p = 0; p < W; ++p) {
-      raw[i * W + p] = kXor ? planes[p * n + i] ^ base[i * W + p] : planes[p * n + i];
+      const size_t element = i * W + p, plane = p * n + i;
+      const uint8_t b = kXor ? base[element] : 0;
+      if (kToPlanes) {
+        out[plane] = in[element] ^ b;
+      } else {
+        out[element] = in[plane] ^ b;
+      }
     }
   }
 }
 
 using PlaneFn = void (*)(const uint8_t*, const uint8_t*, size_t, uint8_t*);
-template <bool kXor>
-PlaneFn ToPlanesFor(int w) {
+template <bool kToPlanes, bool kXor>
+PlaneFn PlanesFor(int w) {
   switch (w) {
     case 1:
-      return ToPlanes<1, kXor>;
+      return Planes<1, kToPlanes, kXor>;
     case 2:
-      return ToPlanes<2, kXor>;
+      return Planes<2, kToPlanes, kXor>;
     case 4:
-      return ToPlanes<4, kXor>;
+      return Planes<4, kToPlanes, kXor>;
     default:
-      return ToPlanes<8, kXor>;
-  }
-}
-template <bool kXor>
-PlaneFn FromPlanesFor(int w) {
-  switch (w) {
-    case 1:
-      return FromPlanes<1, kXor>;
-    case 2:
-      return FromPlanes<2, kXor>;
-    case 4:
-      return FromPlanes<4, kXor>;
-    default:
-      return FromPlanes<8, kXor>;
+      return Planes<8, kToPlanes, kXor>;
   }
 }
 
@@ -113,7 +97,7 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
 
   std::string planes(raw.size(), '\0');
   const PlaneFn to_planes =
-      delta ? ToPlanesFor<true>(element_width) : ToPlanesFor<false>(element_width);
+      delta ? PlanesFor<true, true>(element_width) : PlanesFor<true, false>(element_width);
   to_planes(Bytes(raw), Bytes(base), raw.size() / element_width,
             reinterpret_cast<uint8_t*>(planes.data()));
   REEL_RETURN_IF_ERROR(ZstdCompressAppend(planes, ZstdOptions{options.zstd_level}, &out));
@@ -171,7 +155,7 @@ Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
   }
   std::string raw(planes.size(), '\0');
   const PlaneFn from_planes =
-      delta ? FromPlanesFor<true>(h.element_width) : FromPlanesFor<false>(h.element_width);
+      delta ? PlanesFor<false, true>(h.element_width) : PlanesFor<false, false>(h.element_width);
   from_planes(Bytes(planes), Bytes(base), planes.size() / h.element_width,
               reinterpret_cast<uint8_t*>(raw.data()));
   return raw;

@@ -170,27 +170,32 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
   if (base != nullptr && base->sha256 == ref.sha256) return *base;  // unchanged
 
   const std::string key = ChunkKey(ref.sha256);
-  Result<storage::ObjectInfo> head = store_->Head(key);
-  if (head.ok()) {  // stored before (another tensor, version or an interrupted push)
-    REEL_ASSIGN_OR_RETURN(std::string stored, store_->Get(key));
-    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(stored, what));
+  Result<std::string> stored = store_->Get(key);
+  if (stored.ok()) {  // stored before (another tensor, version or an interrupted push)
+    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(*stored, what));
     ref.depth = h.depth;
     return ref;
   }
-  if (head.status().code() != StatusCode::kNotFound) return head.status();
+  if (stored.status().code() != StatusCode::kNotFound) return stored.status();
 
+  // A delta when there is a base to take it against; whole when there is none, the chain is
+  // full, or XOR left nothing to gain (the delta is no smaller than the raw bytes).
   ChunkEncodeOptions encode{options_.zstd_level};
-  REEL_ASSIGN_OR_RETURN(std::string encoded, EncodeChunk(raw, width, nullptr, encode));
+  std::string encoded;
   if (base != nullptr && base->depth < options_.max_chain) {
     REEL_ASSIGN_OR_RETURN(std::string base_raw,
                           ReadChunk(base->sha256, what + " (delta base)", kMaxChunkDepth));
     const DeltaBase delta_base{base_raw, base->depth};
-    REEL_ASSIGN_OR_RETURN(std::string delta, EncodeChunk(raw, width, &delta_base, encode));
-    if (delta.size() < encoded.size()) {
-      encoded = std::move(delta);
+    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, &delta_base, encode));
+    if (encoded.size() < raw.size()) {
       ref.depth = base->depth + 1;
       ++stats->deltas_written;
+    } else {
+      encoded.clear();
     }
+  }
+  if (encoded.empty()) {
+    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, nullptr, encode));
   }
   REEL_RETURN_IF_ERROR(store_->Put(key, encoded));
   ++stats->chunks_written;
