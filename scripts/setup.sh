@@ -15,6 +15,8 @@ RUN_PACKAGES=(
   libssl-dev libzstd-dev
   # storage
   libcurl4-openssl-dev ca-certificates
+  # metadata (the registry): SQLite embedded, libpq for a team's PostgreSQL
+  libsqlite3-dev libpq-dev
   # media (ffmpeg's command line is not needed: Reel links the libraries)
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   # tensors, and Gloo headers for c10d's process groups
@@ -32,6 +34,8 @@ TEST_PACKAGES=(
   ceph-mon ceph-osd radosgw ceph-common
   # a real Slurm cluster for the tests: slurmctld and several slurmd on one host, private munged
   slurmctld slurmd slurm-client munge
+  # a real PostgreSQL server for the metadata tests (started as a private instance per test)
+  postgresql-15
   # formatting and lint checks
   clang-format clang-tidy
 )

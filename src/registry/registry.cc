@@ -1,0 +1,373 @@
+// Opening a registry, registering versions and reading them back. Branches, aliases, tags and
+// removal are in registry_refs.cc.
+#include "registry/registry.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+
+#include "base/hash.h"
+#include "base/json.h"
+#include "registry/registry_impl.h"
+#include "storage/local_store.h"
+
+namespace reel::registry {
+namespace {
+
+constexpr char kVersionColumns[] =
+    "model, version, branch, architecture, config, metrics, recipe, dataset_uri, dataset_hash, "
+    "code_commit, code_dirty, author, created_at, message, weight_bytes, stored_bytes, "
+    "weights_id";
+
+Result<nlohmann::json> StoredJson(const std::string& text, const std::string& what) {
+  return ParseJson(text, what);  // DataLoss: the database holds what the registry wrote
+}
+
+Result<VersionInfo> VersionFromRow(const db::Row& r) {
+  VersionInfo v;
+  v.id = {r.Text(0), r.Int(1)};
+  v.branch = r.Text(2);
+  const std::string where = v.id.ToString();
+  REEL_ASSIGN_OR_RETURN(v.architecture, StoredJson(r.Text(3), where + " architecture"));
+  v.config = r.Text(4);
+  REEL_ASSIGN_OR_RETURN(v.metrics, StoredJson(r.Text(5), where + " metrics"));
+  REEL_ASSIGN_OR_RETURN(v.recipe, StoredJson(r.Text(6), where + " recipe"));
+  v.dataset_uri = r.Text(7);
+  v.dataset_hash = r.Text(8);
+  v.code_commit = r.Text(9);
+  v.code_dirty = r.Int(10) != 0;
+  v.author = r.Text(11);
+  v.created_at = r.Text(12);
+  v.message = r.Text(13);
+  v.weight_bytes = static_cast<uint64_t>(r.Int(14));
+  v.stored_bytes = static_cast<uint64_t>(r.Int(15));
+  v.weights_id = r.Text(16);
+  return v;
+}
+
+// Equal for bit-identical weights: the tensors' names and content identities.
+std::string WeightsId(const WeightManifest& m) {
+  std::string text;
+  for (const auto& [name, t] : m.tensors) text += name + '\0' + t.id + '\0';
+  return Sha256Hex(text);
+}
+
+Status CheckNewVersion(const NewVersion& v) {
+  REEL_RETURN_IF_ERROR(CheckName(v.model, "model name"));
+  REEL_RETURN_IF_ERROR(CheckName(v.branch, "branch"));
+  for (const auto& [key, value] : v.tags) REEL_RETURN_IF_ERROR(CheckName(key, "tag"));
+  for (const VersionId& p : v.parents) REEL_RETURN_IF_ERROR(CheckName(p.model, "model name"));
+  if (v.weights.tensors.empty()) {
+    return InvalidArgumentError("model '" + v.model + "': the weights hold no tensors");
+  }
+  if (!v.architecture.is_object() || !v.metrics.is_object() || !v.recipe.is_object()) {
+    return InvalidArgumentError("architecture, metrics and recipe must be JSON objects");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Actor Actor::Local() {
+  const char* user = std::getenv("REEL_USER");
+  if (user == nullptr || *user == '\0') user = std::getenv("USER");
+  return Actor{user != nullptr && *user != '\0' ? user : "unknown", true};
+}
+
+std::string Registry::Impl::Now() const {
+  const int64_t ms = options_.now_ms ? options_.now_ms()
+                                     : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+Status Registry::Impl::RequireModel(const std::string& model) {
+  REEL_RETURN_IF_ERROR(CheckName(model, "model name"));
+  REEL_ASSIGN_OR_RETURN(auto rows,
+                        db_->Query("SELECT 1 FROM registry_models WHERE name = ?", {model}));
+  if (rows.empty()) return NotFoundError("no registered model '" + model + "'");
+  return Status::Ok();
+}
+
+Status Registry::Impl::RequireVersion(const VersionId& id) {
+  REEL_RETURN_IF_ERROR(RequireModel(id.model));
+  REEL_ASSIGN_OR_RETURN(
+      auto rows, db_->Query("SELECT 1 FROM registry_versions WHERE model = ? AND version = ?",
+                            {id.model, id.version}));
+  if (rows.empty())
+    return NotFoundError("model '" + id.model + "' has no version " + std::to_string(id.version));
+  return Status::Ok();
+}
+
+Result<int64_t> Registry::Impl::BranchHead(const std::string& model, const std::string& branch) {
+  REEL_RETURN_IF_ERROR(CheckName(branch, "branch"));
+  REEL_ASSIGN_OR_RETURN(
+      auto rows, db_->Query("SELECT head FROM registry_branches WHERE model = ? AND name = ?",
+                            {model, branch}));
+  if (rows.empty()) return NotFoundError("model '" + model + "' has no branch '" + branch + "'");
+  return rows[0].Int(0);
+}
+
+Result<VersionInfo> Registry::Impl::LoadVersion(const VersionId& id, bool manifests) {
+  REEL_RETURN_IF_ERROR(RequireVersion(id));
+  const std::string cols = std::string(kVersionColumns) + ", weights, optimizer";
+  REEL_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT " + cols +
+                                                  " FROM registry_versions WHERE model = ? AND "
+                                                  "version = ?",
+                                              {id.model, id.version}));
+  REEL_ASSIGN_OR_RETURN(VersionInfo v, VersionFromRow(rows.at(0)));
+  REEL_ASSIGN_OR_RETURN(auto tags, db_->Query("SELECT tag, value FROM registry_tags WHERE model = "
+                                              "? AND version = ? ORDER BY tag",
+                                              {id.model, id.version}));
+  for (const db::Row& t : tags) v.tags[t.Text(0)] = t.Text(1);
+  REEL_ASSIGN_OR_RETURN(auto parents,
+                        db_->Query("SELECT parent_model, parent_version FROM registry_parents "
+                                   "WHERE model = ? AND version = ? ORDER BY position",
+                                   {id.model, id.version}));
+  for (const db::Row& p : parents) v.parents.push_back({p.Text(0), p.Int(1)});
+  if (!manifests) return v;
+  REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(rows[0].Text(17), id.ToString() + " weights"));
+  if (!rows[0].IsNull(18)) {
+    REEL_ASSIGN_OR_RETURN(v.optimizer,
+                          ManifestFromJson(rows[0].Text(18), id.ToString() + " optimizer"));
+  }
+  return v;
+}
+
+Status Registry::Impl::MoveBranch(const std::string& model, const std::string& branch,
+                                  int64_t version, const std::string& action,
+                                  const std::string& by) {
+  const std::string at = Now();
+  REEL_ASSIGN_OR_RETURN(
+      int64_t changed,
+      db_->Exec(
+          "UPDATE registry_branches SET head = ?, updated_at = ? WHERE model = ? AND name = ?",
+          {version, at, model, branch}));
+  if (changed == 0) {
+    REEL_RETURN_IF_ERROR(db_->Exec("INSERT INTO registry_branches (model, name, head, updated_at) "
+                                   "VALUES (?, ?, ?, ?)",
+                                   {model, branch, version, at})
+                             .status());
+  }
+  REEL_ASSIGN_OR_RETURN(auto seq, db_->Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+                                             "registry_branch_log WHERE model = ? AND branch = ?",
+                                             {model, branch}));
+  return db_
+      ->Exec(
+          "INSERT INTO registry_branch_log (model, branch, seq, version, action, by_user, at) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {model, branch, seq.at(0).Int(0), version, action, by, at})
+      .status();
+}
+
+Status Registry::Impl::LogAlias(const std::string& model, const std::string& alias,
+                                std::optional<int64_t> from, std::optional<int64_t> to,
+                                const std::string& by) {
+  auto value = [](std::optional<int64_t> v) -> db::Value {
+    if (v) return *v;
+    return std::monostate{};
+  };
+  REEL_ASSIGN_OR_RETURN(auto seq, db_->Query("SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+                                             "registry_alias_log WHERE model = ?",
+                                             {model}));
+  return db_
+      ->Exec(
+          "INSERT INTO registry_alias_log (model, seq, alias, from_version, to_version, "
+          "by_user, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {model, seq.at(0).Int(0), alias, value(from), value(to), by, Now()})
+      .status();
+}
+
+Registry::Registry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Registry::~Registry() = default;
+
+Result<std::unique_ptr<Registry>> Registry::Open(std::unique_ptr<db::Database> db,
+                                                 std::shared_ptr<storage::ObjectStore> chunks,
+                                                 std::string prefix, RegistryOptions options) {
+  REEL_RETURN_IF_ERROR(db::Migrate(*db, "registry", RegistryMigrations()));
+  WeightStore weights(std::move(chunks), std::move(prefix), options.weights);
+  return std::unique_ptr<Registry>(
+      new Registry(std::make_unique<Impl>(std::move(db), std::move(weights), std::move(options))));
+}
+
+Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
+                                                 RegistryOptions options) {
+  if (location.empty()) return InvalidArgumentError("registry: empty location");
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db,
+                        db::OpenSqlite(location + "/registry.db"));
+  REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(location));
+  return Open(std::move(db), std::move(store), "weights/", std::move(options));
+}
+
+Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, PushStats* stats) {
+  REEL_RETURN_IF_ERROR(CheckNewVersion(nv));
+  Impl& im = *impl_;
+  // The delta base: the first parent, else the branch head (successive versions of one run).
+  std::optional<VersionInfo> base;
+  for (const VersionId& p : nv.parents) REEL_RETURN_IF_ERROR(im.RequireVersion(p));
+  if (!nv.parents.empty()) {
+    REEL_ASSIGN_OR_RETURN(base, im.LoadVersion(nv.parents[0], true));
+  } else if (Result<int64_t> head = im.BranchHead(nv.model, nv.branch); head.ok()) {
+    REEL_ASSIGN_OR_RETURN(base, im.LoadVersion({nv.model, *head}, true));
+  }
+  PushStats push;
+  REEL_ASSIGN_OR_RETURN(WeightManifest weights,
+                        im.weights().Push(nv.weights, base ? &base->weights : nullptr, &push));
+  std::optional<WeightManifest> optimizer;
+  if (nv.optimizer) {
+    const WeightManifest* opt_base = base && base->optimizer ? &*base->optimizer : nullptr;
+    REEL_ASSIGN_OR_RETURN(optimizer, im.weights().Push(*nv.optimizer, opt_base, &push));
+  }
+  if (stats != nullptr) *stats = push;
+  // Nothing is visible until this transaction commits.
+  int64_t number = 0;
+  const std::string now = im.Now();
+  REEL_RETURN_IF_ERROR(im.db().Transact([&]() -> Status {
+    db::Database& d = im.db();
+    REEL_ASSIGN_OR_RETURN(auto rows, d.Query("SELECT next_version FROM registry_models WHERE "
+                                             "name = ?",
+                                             {nv.model}));
+    if (rows.empty()) {
+      REEL_RETURN_IF_ERROR(d.Exec("INSERT INTO registry_models (name, next_version, created_at, "
+                                  "created_by) VALUES (?, 1, ?, ?)",
+                                  {nv.model, now, who.name})
+                               .status());
+      number = 1;
+    } else {
+      number = rows[0].Int(0);
+    }
+    REEL_RETURN_IF_ERROR(
+        d.Exec("UPDATE registry_models SET next_version = ? WHERE name = ?", {number + 1, nv.model})
+            .status());
+    for (const VersionId& p : nv.parents) REEL_RETURN_IF_ERROR(im.RequireVersion(p));
+    REEL_RETURN_IF_ERROR(
+        d.Exec("INSERT INTO registry_versions (" + std::string(kVersionColumns) +
+                   ", weights, optimizer) VALUES "
+                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               {nv.model, number, nv.branch, nv.architecture.dump(), nv.config, nv.metrics.dump(),
+                nv.recipe.dump(), nv.dataset_uri, nv.dataset_hash, nv.code_commit,
+                int64_t{nv.code_dirty ? 1 : 0}, who.name, now, nv.message,
+                static_cast<int64_t>(push.raw_bytes), static_cast<int64_t>(push.stored_bytes),
+                WeightsId(weights), ManifestToJson(weights),
+                optimizer ? db::Value(ManifestToJson(*optimizer)) : db::Value(std::monostate{})})
+            .status());
+    for (size_t i = 0; i < nv.parents.size(); ++i) {
+      REEL_RETURN_IF_ERROR(d.Exec("INSERT INTO registry_parents (model, version, position, "
+                                  "parent_model, parent_version) VALUES (?, ?, ?, ?, ?)",
+                                  {nv.model, number, static_cast<int64_t>(i), nv.parents[i].model,
+                                   nv.parents[i].version})
+                               .status());
+    }
+    for (const auto& [key, value] : nv.tags) {
+      REEL_RETURN_IF_ERROR(d.Exec("INSERT INTO registry_tags (model, version, tag, value) VALUES "
+                                  "(?, ?, ?, ?)",
+                                  {nv.model, number, key, value})
+                               .status());
+    }
+    const std::string action = nv.recipe.contains("op") && nv.recipe["op"].is_string()
+                                   ? nv.recipe["op"].get<std::string>()
+                                   : "register";
+    return im.MoveBranch(nv.model, nv.branch, number, action, who.name);
+  }));
+  return im.LoadVersion({nv.model, number}, true);
+}
+
+Result<VersionId> Registry::Resolve(const ModelRef& ref) {
+  Impl& im = *impl_;
+  REEL_RETURN_IF_ERROR(im.RequireModel(ref.model));
+  switch (ref.kind) {
+    case ModelRef::Kind::kVersion:
+      REEL_RETURN_IF_ERROR(im.RequireVersion({ref.model, ref.version}));
+      return VersionId{ref.model, ref.version};
+    case ModelRef::Kind::kBranch: {
+      REEL_ASSIGN_OR_RETURN(int64_t head, im.BranchHead(ref.model, ref.label));
+      return VersionId{ref.model, head};
+    }
+    case ModelRef::Kind::kAlias:
+      break;
+  }
+  REEL_ASSIGN_OR_RETURN(
+      auto rows, im.db().Query("SELECT version FROM registry_aliases WHERE model = ? AND name = ?",
+                               {ref.model, ref.label}));
+  if (rows.empty()) {
+    return NotFoundError("model '" + ref.model + "' has no alias '" + ref.label + "'");
+  }
+  return VersionId{ref.model, rows[0].Int(0)};
+}
+
+Result<VersionInfo> Registry::Get(const std::string& uri) {
+  REEL_ASSIGN_OR_RETURN(ModelRef ref, ParseModelUri(uri));
+  REEL_ASSIGN_OR_RETURN(VersionId id, Resolve(ref));
+  return Get(id);
+}
+
+Result<VersionInfo> Registry::Get(const VersionId& id) { return impl_->LoadVersion(id, true); }
+
+Result<std::vector<ModelSummary>> Registry::ListModels() {
+  REEL_ASSIGN_OR_RETURN(
+      auto rows,
+      impl_->db().Query("SELECT m.name, m.created_at, m.created_by, COUNT(v.version), "
+                        "COALESCE(MAX(v.version), 0) FROM registry_models m LEFT JOIN "
+                        "registry_versions v ON v.model = m.name GROUP BY m.name, m.created_at, "
+                        "m.created_by ORDER BY m.name"));
+  std::vector<ModelSummary> out;
+  for (const db::Row& r : rows) {
+    out.push_back({r.Text(0), r.Text(1), r.Text(2), r.Int(3), r.Int(4)});
+  }
+  return out;
+}
+
+Result<std::vector<VersionInfo>> Registry::ListVersions(const std::string& model) {
+  Impl& im = *impl_;
+  REEL_RETURN_IF_ERROR(im.RequireModel(model));
+  REEL_ASSIGN_OR_RETURN(auto rows, im.db().Query("SELECT " + std::string(kVersionColumns) +
+                                                     " FROM registry_versions WHERE model = ? "
+                                                     "ORDER BY version DESC",
+                                                 {model}));
+  std::vector<VersionInfo> out;
+  std::map<int64_t, size_t> index;
+  for (const db::Row& r : rows) {
+    REEL_ASSIGN_OR_RETURN(VersionInfo v, VersionFromRow(r));
+    index[v.id.version] = out.size();
+    out.push_back(std::move(v));
+  }
+  // Tags and parents of all of them in two queries, not two per version.
+  REEL_ASSIGN_OR_RETURN(auto tags, im.db().Query("SELECT version, tag, value FROM registry_tags "
+                                                 "WHERE model = ? ORDER BY tag",
+                                                 {model}));
+  for (const db::Row& t : tags) {
+    if (auto it = index.find(t.Int(0)); it != index.end())
+      out[it->second].tags[t.Text(1)] = t.Text(2);
+  }
+  REEL_ASSIGN_OR_RETURN(auto parents,
+                        im.db().Query("SELECT version, parent_model, parent_version FROM "
+                                      "registry_parents WHERE model = ? ORDER BY position",
+                                      {model}));
+  for (const db::Row& p : parents) {
+    if (auto it = index.find(p.Int(0)); it != index.end()) {
+      out[it->second].parents.push_back({p.Text(1), p.Int(2)});
+    }
+  }
+  return out;
+}
+
+Result<models::SafetensorsFile> Registry::PullWeights(const VersionInfo& version) {
+  return impl_->weights().Pull(version.weights);
+}
+
+Result<models::SafetensorsFile> Registry::PullOptimizer(const VersionInfo& version) {
+  if (!version.optimizer) {
+    return NotFoundError(version.id.ToString() + " was registered without optimiser state");
+  }
+  return impl_->weights().Pull(*version.optimizer);
+}
+
+}  // namespace reel::registry

@@ -1,0 +1,338 @@
+// The registry on SQLite (always) and on a real PostgreSQL server (registry_postgres_test), with
+// weights in memory; the multi-process test keeps them in a local folder.
+#include "registry/registry.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "db/testing/test_database.h"
+#include "registry/registry_test_util.h"
+#include "storage/local_store.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace reel::registry {
+namespace {
+
+const Actor kAda{"ada", false};
+const Actor kRoot{"root", true};
+
+NewVersion Version(const std::string& model, uint64_t seed) {
+  NewVersion v;
+  v.model = model;
+  v.weights = Model(seed);
+  v.architecture = {{"name", "r2plus1d"}, {"num_classes", 8}};
+  v.config = "optimizer:\n  lr: 0.002\n";
+  v.metrics = {{"top1", 0.9}};
+  v.dataset_uri = "reel-data/datasets/synthetic";
+  v.dataset_hash = "abc";
+  v.code_commit = "1c2bccc";
+  v.message = "seed " + std::to_string(seed);
+  return v;
+}
+
+class RegistryTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    database_ = db::testing::TestDatabase::Make(GetParam());
+    if (!database_) GTEST_SKIP() << "REEL_TEST_POSTGRES is not set (registry_postgres_test)";
+    registry_ = OpenRegistry(chunks_);
+  }
+
+  std::unique_ptr<Registry> OpenRegistry(std::shared_ptr<storage::ObjectStore> chunks) {
+    auto db = db::Open(database_->Uri());
+    REEL_CHECK(db.ok()) << db.status().ToString();
+    RegistryOptions options;
+    options.weights.chunk_bytes = 10000;
+    options.now_ms = [this] { return now_ms_ += 1000; };
+    auto r = Registry::Open(std::move(db).value(), std::move(chunks), "", options);
+    REEL_CHECK(r.ok()) << r.status().ToString();
+    return std::move(r).value();
+  }
+
+  Result<VersionInfo> Register(NewVersion v, const Actor& who = kAda) {
+    return registry_->Register(v, who);
+  }
+
+  int64_t now_ms_ = 1764633600000;  // 2025-12-02T00:00:00Z
+  std::shared_ptr<storage::MemoryStore> chunks_ = std::make_shared<storage::MemoryStore>();
+  std::unique_ptr<db::testing::TestDatabase> database_;
+  std::unique_ptr<Registry> registry_;
+};
+
+TEST_P(RegistryTest, ARegisteredVersionComesBackWhole) {
+  NewVersion nv = Version("clf", 1);
+  nv.tags = {{"team", "vision"}};
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, Register(nv));
+  EXPECT_EQ(v.id.ToString(), "models:/clf/1");
+  EXPECT_EQ(v.branch, "main");
+  EXPECT_EQ(v.author, "ada");
+  EXPECT_EQ(v.created_at, "2025-12-02T00:00:01.000Z");
+  ASSERT_OK_AND_ASSIGN(VersionInfo got, registry_->Get("models:/clf/1"));
+  EXPECT_EQ(got.architecture, nv.architecture);
+  EXPECT_EQ(got.config, nv.config);
+  EXPECT_EQ(got.metrics, nv.metrics);
+  EXPECT_EQ(got.dataset_uri, nv.dataset_uri);
+  EXPECT_EQ(got.code_commit, "1c2bccc");
+  EXPECT_EQ(got.message, "seed 1");
+  EXPECT_EQ(got.tags, nv.tags);
+  EXPECT_EQ(got.weight_bytes, v.weight_bytes);
+  EXPECT_GT(got.weight_bytes, 0u);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile weights, registry_->PullWeights(got));
+  ExpectSameFile(weights, nv.weights);
+  EXPECT_STATUS(registry_->PullOptimizer(got), StatusCode::kNotFound);
+}
+
+TEST_P(RegistryTest, UrisResolveVersionsAliasesAndBranches) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  ASSERT_OK(Register(Version("clf", 2)));
+  ASSERT_OK(registry_->SetAlias("clf", "production", 1, kAda));
+  auto version_of = [&](const std::string& uri) -> int64_t {
+    Result<VersionInfo> v = registry_->Get(uri);
+    return v.ok() ? v->id.version : -1;
+  };
+  EXPECT_EQ(version_of("models:/clf/1"), 1);
+  EXPECT_EQ(version_of("models:/clf@production"), 1);
+  EXPECT_EQ(version_of("models:/clf/branch/main"), 2);
+  EXPECT_EQ(version_of("models:/clf"), 2);
+  EXPECT_STATUS(registry_->Get("models:/clf/3"), StatusCode::kNotFound);
+  EXPECT_STATUS(registry_->Get("models:/clf@staging"), StatusCode::kNotFound);
+  EXPECT_STATUS(registry_->Get("models:/nope/1"), StatusCode::kNotFound);
+  EXPECT_STATUS(registry_->Get("models:/clf/0"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(registry_->Get("models:/../etc/1"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(registry_->Get("clf/1"), StatusCode::kInvalidArgument);
+}
+
+TEST_P(RegistryTest, ASecondVersionStoresItsChangesAsDeltas) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  NewVersion next = Version("clf", 1);
+  next.weights.tensors["conv.weight"] = Moved(next.weights.tensors["conv.weight"], 1e-3, 9);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(VersionInfo v2, registry_->Register(next, kAda, &stats));
+  EXPECT_EQ(stats.chunks_written, 3) << "only conv.weight's chunks changed";
+  EXPECT_EQ(stats.deltas_written, 3) << "against the branch head";
+  EXPECT_LT(v2.stored_bytes, v2.weight_bytes);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, registry_->PullWeights(v2));
+  ExpectSameFile(back, next.weights);
+  ASSERT_OK_AND_ASSIGN(auto versions, registry_->ListVersions("clf"));
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].id.version, 2);  // newest first
+  EXPECT_NE(versions[0].weights_id, versions[1].weights_id);
+}
+
+TEST_P(RegistryTest, LineageIsRecordedAndAnUnknownParentRegistersNothing) {
+  ASSERT_OK(Register(Version("base", 1)));
+  NewVersion tune = Version("clf", 2);
+  tune.parents = {{"base", 1}};
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, Register(tune));
+  ASSERT_EQ(v.parents.size(), 1u);
+  EXPECT_EQ(v.parents[0].ToString(), "models:/base/1");
+  NewVersion orphan = Version("clf", 3);
+  orphan.parents = {{"base", 7}};
+  EXPECT_STATUS(Register(orphan), StatusCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(auto versions, registry_->ListVersions("clf"));
+  EXPECT_EQ(versions.size(), 1u);
+  ASSERT_EQ(versions[0].parents.size(), 1u);
+}
+
+TEST_P(RegistryTest, BadNamesAreRefusedAndCreateNothing) {
+  for (const char* name : {"", "../x", "a/b", "-x", "a b", "x@y"}) {
+    EXPECT_STATUS(Register(Version(name, 1)), StatusCode::kInvalidArgument) << name;
+  }
+  NewVersion bad_branch = Version("clf", 1);
+  bad_branch.branch = "feature/x";
+  EXPECT_STATUS(Register(bad_branch), StatusCode::kInvalidArgument);
+  NewVersion empty = Version("clf", 1);
+  empty.weights.tensors.clear();
+  EXPECT_STATUS(Register(empty), StatusCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(auto models, registry_->ListModels());
+  EXPECT_TRUE(models.empty());
+  EXPECT_EQ(chunks_->request_count(), 0u) << "nothing was pushed";
+}
+
+TEST_P(RegistryTest, AliasesMoveWithAnAuditTrailAndProtectedOnesNeedAnAdmin) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  ASSERT_OK(Register(Version("clf", 2)));
+  ASSERT_OK(registry_->SetAlias("clf", "staging", 1, kAda));
+  ASSERT_OK(registry_->SetAlias("clf", "staging", 2, kAda));
+  EXPECT_STATUS(registry_->SetAlias("clf", "staging", 9, kAda), StatusCode::kNotFound);
+  EXPECT_STATUS(registry_->SetAlias("clf", "production", 1, kAda, true),
+                StatusCode::kPermissionDenied);
+  ASSERT_OK(registry_->SetAlias("clf", "production", 1, kRoot, true));
+  EXPECT_STATUS(registry_->SetAlias("clf", "production", 2, kAda), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(registry_->RemoveAlias("clf", "production", kAda), StatusCode::kPermissionDenied);
+  ASSERT_OK(registry_->SetAlias("clf", "production", 2, kRoot));
+  ASSERT_OK(registry_->RemoveAlias("clf", "staging", kAda));
+  EXPECT_STATUS(registry_->RemoveAlias("clf", "staging", kAda), StatusCode::kNotFound);
+
+  ASSERT_OK_AND_ASSIGN(auto aliases, registry_->ListAliases("clf"));
+  ASSERT_EQ(aliases.size(), 1u);
+  EXPECT_EQ(aliases[0].name, "production");
+  EXPECT_EQ(aliases[0].version, 2);
+  EXPECT_TRUE(aliases[0].protected_);  // moving keeps the protection
+  ASSERT_OK_AND_ASSIGN(auto history, registry_->AliasHistory("clf"));
+  ASSERT_EQ(history.size(), 5u);  // newest first; refused moves left no trace
+  EXPECT_EQ(history[0].alias, "staging");
+  EXPECT_EQ(history[0].from, 2);
+  EXPECT_FALSE(history[0].to.has_value());
+  EXPECT_EQ(history[1].by, "root");
+  EXPECT_EQ(history[1].from, 1);
+  EXPECT_EQ(history[1].to, 2);
+  EXPECT_FALSE(history[4].from.has_value());
+  EXPECT_EQ(history[4].to, 1);
+}
+
+TEST_P(RegistryTest, BranchesAreHeadsWithAHistory) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  ASSERT_OK(registry_->CreateBranch("clf", "experiment-x", 1, kAda));
+  EXPECT_STATUS(registry_->CreateBranch("clf", "experiment-x", 1, kAda),
+                StatusCode::kAlreadyExists);
+  EXPECT_STATUS(registry_->CreateBranch("clf", "other", 5, kAda), StatusCode::kNotFound);
+  NewVersion on_branch = Version("clf", 2);
+  on_branch.branch = "experiment-x";
+  ASSERT_OK(Register(on_branch));
+  ASSERT_OK(Register(on_branch));
+  ASSERT_OK_AND_ASSIGN(auto log, registry_->Log("clf", "experiment-x"));
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].version, 3);
+  EXPECT_EQ(log[1].version, 2);
+  EXPECT_EQ(log[2].version, 1);
+  EXPECT_EQ(log[2].action, "create");
+  EXPECT_EQ(log[0].action, "register");
+  ASSERT_OK_AND_ASSIGN(auto main_log, registry_->Log("clf", "main"));
+  EXPECT_EQ(main_log.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto branches, registry_->ListBranches("clf"));
+  ASSERT_EQ(branches.size(), 2u);
+  EXPECT_EQ(branches[0].name, "experiment-x");
+  EXPECT_EQ(branches[0].head, 3);
+  EXPECT_STATUS(registry_->DeleteBranch("clf", "main", kAda), StatusCode::kFailedPrecondition);
+  ASSERT_OK(registry_->DeleteBranch("clf", "experiment-x", kAda));
+  EXPECT_STATUS(registry_->Log("clf", "experiment-x"), StatusCode::kNotFound);
+  ASSERT_OK(registry_->Get("models:/clf/3"));  // versions outlive their branch
+}
+
+TEST_P(RegistryTest, RemovalRefusesWhatIsReferencedUnlessForced) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  NewVersion child = Version("clf", 2);
+  child.parents = {{"clf", 1}};
+  ASSERT_OK(Register(child));
+  ASSERT_OK(registry_->SetAlias("clf", "production", 2, kAda));
+  Status refused = registry_->Remove({"clf", 2}, false, kAda);
+  EXPECT_STATUS(refused, StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("alias production"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("head of branch main"), std::string::npos) << refused.message();
+  Status parent = registry_->Remove({"clf", 1}, false, kAda);
+  EXPECT_NE(parent.message().find("child models:/clf/2"), std::string::npos) << parent.message();
+
+  ASSERT_OK(registry_->Remove({"clf", 2}, true, kAda));
+  EXPECT_STATUS(registry_->Get("models:/clf/2"), StatusCode::kNotFound);
+  EXPECT_STATUS(registry_->Get("models:/clf@production"), StatusCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(VersionInfo head, registry_->Get("models:/clf/branch/main"));
+  EXPECT_EQ(head.id.version, 1) << "main stepped back";
+  ASSERT_OK_AND_ASSIGN(VersionInfo v3, Register(Version("clf", 3)));
+  EXPECT_EQ(v3.id.version, 3) << "numbers are never reused";
+  ASSERT_OK_AND_ASSIGN(auto history, registry_->AliasHistory("clf"));
+  EXPECT_FALSE(history[0].to.has_value()) << "the forced removal is in the audit trail";
+}
+
+TEST_P(RegistryTest, TagsAreSetReplacedAndRemoved) {
+  ASSERT_OK(Register(Version("clf", 1)));
+  ASSERT_OK(registry_->SetTag({"clf", 1}, "stage", "candidate"));
+  ASSERT_OK(registry_->SetTag({"clf", 1}, "stage", "approved"));
+  EXPECT_STATUS(registry_->SetTag({"clf", 1}, "bad key", "x"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(registry_->SetTag({"clf", 4}, "stage", "x"), StatusCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, registry_->Get("models:/clf/1"));
+  EXPECT_EQ(v.tags.at("stage"), "approved");
+  ASSERT_OK(registry_->RemoveTag({"clf", 1}, "stage"));
+  EXPECT_STATUS(registry_->RemoveTag({"clf", 1}, "stage"), StatusCode::kNotFound);
+}
+
+TEST_P(RegistryTest, AnInterruptedPushLeavesNoVersionAndTheRerunReusesItsChunks) {
+  auto flaky = std::make_shared<StopsAfterPuts>(4);
+  std::unique_ptr<Registry> registry = OpenRegistry(flaky);
+  EXPECT_STATUS(registry->Register(Version("clf", 1), kAda), StatusCode::kUnavailable);
+  EXPECT_STATUS(registry->Get("models:/clf"), StatusCode::kNotFound);
+  flaky->allowed_ = 1000;
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, registry->Register(Version("clf", 1), kAda, &stats));
+  EXPECT_EQ(v.id.version, 1);
+  EXPECT_EQ(stats.chunks_written, 2) << "4 of the 6 chunks were already stored";
+}
+
+TEST_P(RegistryTest, ModelsAreListedWithTheirCounts) {
+  ASSERT_OK(Register(Version("b", 1)));
+  ASSERT_OK(Register(Version("a", 1)));
+  ASSERT_OK(Register(Version("a", 2)));
+  ASSERT_OK_AND_ASSIGN(auto models, registry_->ListModels());
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "a");
+  EXPECT_EQ(models[0].versions, 2);
+  EXPECT_EQ(models[0].latest, 2);
+  EXPECT_EQ(models[1].created_by, "ada");
+}
+
+// Several processes register into one registry at once: every version lands with its own number
+// and the branch history has them all.
+TEST_P(RegistryTest, ConcurrentRegistrationsFromSeveralProcesses) {
+  reel::testing::TempDir weights;
+  const std::string uri = database_->Uri(), dir = weights.path();
+  constexpr int kProcs = 3, kEach = 3;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto db = db::Open(uri);
+      auto store = storage::LocalStore::Open(dir);
+      if (!db.ok() || !store.ok()) _exit(10);
+      auto registry = Registry::Open(std::move(db).value(), std::move(store).value(), "");
+      if (!registry.ok()) _exit(11);
+      for (int i = 0; i < kEach; ++i) {
+        Result<VersionInfo> v = (*registry)->Register(Version("clf", 10 * p + i), kAda);
+        if (!v.ok()) {
+          std::fprintf(stderr, "child %d: %s\n", p, v.status().ToString().c_str());
+          _exit(12);
+        }
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  ASSERT_OK_AND_ASSIGN(auto versions, registry_->ListVersions("clf"));
+  std::set<std::string> messages;
+  for (const VersionInfo& v : versions) messages.insert(v.message);
+  EXPECT_EQ(versions.size(), size_t{kProcs * kEach});
+  EXPECT_EQ(messages.size(), size_t{kProcs * kEach});
+  EXPECT_EQ(versions.front().id.version, kProcs * kEach);
+  ASSERT_OK_AND_ASSIGN(auto log, registry_->Log("clf", "main"));
+  EXPECT_EQ(log.size(), size_t{kProcs * kEach});
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, RegistryTest, ::testing::Values("sqlite"));
+INSTANTIATE_TEST_SUITE_P(Postgres, RegistryTest, ::testing::Values("postgres"));
+
+TEST(ModelUri, ParsesEveryFormAndPrintsItBack) {
+  for (const char* uri : {"models:/clf/3", "models:/clf@production", "models:/clf/branch/exp-1"}) {
+    ASSERT_OK_AND_ASSIGN(ModelRef ref, ParseModelUri(uri));
+    EXPECT_EQ(ref.ToString(), uri);
+  }
+  ASSERT_OK_AND_ASSIGN(ModelRef bare, ParseModelUri("models:/clf"));
+  EXPECT_EQ(bare.ToString(), "models:/clf/branch/main");
+  for (const char* bad : {"models:/", "models:/clf/", "models:/clf/x", "models:/clf@",
+                          "models:/clf/branch/", "models:/a/b/c", "s3://b/k"}) {
+    EXPECT_STATUS(ParseModelUri(bad), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace reel::registry
