@@ -10,6 +10,9 @@
 #                    reports again
 #   5. reel eval     the last checkpoint on the validation split: the per-class table and the
 #                    confusion matrix, also written as JSON
+#   6. reel models   registers the run in the embedded model registry ($DATA/registry) as
+#                    models:/synthetic, points the `production` alias at it and prints its URI
+#                    (a rerun of a finished job reuses the version it registered)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache keys on paths relative to the checkout, so a clone in another folder (CI's) reuses
@@ -34,3 +37,7 @@ $REEL train --config configs/synthetic.yaml --nproc "${REEL_NPROC:-2}" --max-res
 # per-class accuracy and the confusion matrix, also in eval-last.json.
 $REEL eval --config configs/synthetic.yaml "${SET[@]}" --out "$DATA/runs/synthetic/eval-last.json"
 echo "report: $DATA/runs/synthetic/eval-last.json"
+export REEL_REGISTRY_URI="$DATA/registry"
+$REEL models register synthetic "$DATA/runs/synthetic" --skip-unchanged --alias production \
+  -m "the main job: configs/synthetic.yaml on reel datagen videos"
+echo "model: models:/synthetic@production (reel models show models:/synthetic@production)"

@@ -13,6 +13,8 @@ RUN_PACKAGES=(
   # base
   libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
   libssl-dev libzstd-dev
+  # http (Boost.Beast and Boost.Asio, header-only)
+  libboost-dev
   # storage
   libcurl4-openssl-dev ca-certificates
   # metadata (the registry): SQLite embedded, libpq for a team's PostgreSQL

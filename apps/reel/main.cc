@@ -1,5 +1,5 @@
-// reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval). Subcommands
-// live one per file; `reel --help` lists exactly these.
+// reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models).
+// Subcommands live one per file; `reel --help` lists exactly these.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterDatagen(app, &exit_code);
   reel::cli::RegisterIngest(app, &exit_code);
   reel::cli::RegisterTrain(app, &exit_code);
+  reel::cli::RegisterModels(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

@@ -174,6 +174,45 @@ Result<std::vector<ConfigNode>> ConfigNode::Elements() const {
   return elements;
 }
 
+namespace {
+
+bool AllScalars(const YAML::Node& seq) {
+  for (const YAML::Node& e : seq) {
+    if (!e.IsScalar()) return false;
+  }
+  return true;
+}
+
+void FlattenInto(const YAML::Node& node, const std::string& key,
+                 std::map<std::string, std::string>* out) {
+  if (node.IsScalar()) {
+    (*out)[key] = node.Scalar();
+  } else if (node.IsSequence() && AllScalars(node)) {
+    std::string flow = "[";
+    for (const YAML::Node& e : node) flow += (flow.size() > 1 ? ", " : "") + e.Scalar();
+    (*out)[key] = flow + "]";
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      FlattenInto(node[i], key + "[" + std::to_string(i) + "]", out);
+    }
+  } else if (node.IsMap() && node.size() > 0) {
+    for (const auto& kv : node) {
+      const std::string child = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      FlattenInto(kv.second, key.empty() ? child : key + "." + child, out);
+    }
+  } else {
+    (*out)[key] = node.IsMap() ? "{}" : "~";
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ConfigNode::Flatten() const {
+  std::map<std::string, std::string> out;
+  if (node_.IsDefined()) FlattenInto(node_, path_, &out);
+  return out;
+}
+
 Result<std::string> ConfigNode::AsString() const {
   if (!node_.IsScalar()) return Error("expected a string, got " + Describe(node_));
   return node_.Scalar();

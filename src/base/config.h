@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,6 +57,11 @@ class ConfigNode {
   // InvalidArgument naming the first key of this map that is not in `allowed` (typos in configs
   // must not be silently ignored).
   Status CheckKeys(const std::vector<std::string>& allowed) const;
+
+  // Every scalar under this node by dotted key ("optimizer.lr" -> "0.002"); a sequence of
+  // scalars is one value in flow style ("model.layers" -> "[1, 1, 1, 1]"), other sequences index
+  // their elements ("tasks[0].name"); an empty map or null is "{}" / "~". For diffs of configs.
+  std::map<std::string, std::string> Flatten() const;
 
   // "file:line:col: key 'a.b'" — the prefix used in every error about this node.
   std::string Where() const;

@@ -69,6 +69,25 @@ TEST(ConfigTest, KeysInFileOrder) {
   EXPECT_FALSE(root.Has("optimiser"));
 }
 
+TEST(ConfigTest, FlattensToDottedKeys) {
+  ASSERT_OK_AND_ASSIGN(ConfigNode root,
+                       ConfigNode::LoadString("model: {name: r2plus1d, layers: [1, 2]}\n"
+                                              "tasks:\n  - {name: a}\n  - {name: b, cpu: 2}\n"
+                                              "empty: {}\nnothing:\n",
+                                              "f.yaml"));
+  const std::map<std::string, std::string> flat = root.Flatten();
+  const std::map<std::string, std::string> expected = {{"model.name", "r2plus1d"},
+                                                       {"model.layers", "[1, 2]"},
+                                                       {"tasks[0].name", "a"},
+                                                       {"tasks[1].name", "b"},
+                                                       {"tasks[1].cpu", "2"},
+                                                       {"empty", "{}"},
+                                                       {"nothing", "~"}};
+  EXPECT_EQ(flat, expected);
+  ASSERT_OK_AND_ASSIGN(ConfigNode model, root.Child("model"));
+  EXPECT_EQ(model.Flatten().count("model.name"), 1u);  // keys keep the node's path
+}
+
 TEST(ConfigTest, NonNumberNamesFileLineColumnAndKey) {
   ConfigNode optimizer = ChildOf(Load(), "optimizer");
   auto lr = optimizer.GetDouble("lr");

@@ -2,6 +2,9 @@
 // removal are in registry_refs.cc.
 #include "registry/registry.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -67,11 +70,25 @@ Status CheckNewVersion(const NewVersion& v) {
   return Status::Ok();
 }
 
+// The branch head's number when it holds the same weights and config as `nv`, else 0.
+Result<int64_t> SameHead(db::Database& d, const NewVersion& nv, const std::string& weights_id) {
+  REEL_ASSIGN_OR_RETURN(
+      auto rows, d.Query("SELECT v.version FROM registry_branches b JOIN registry_versions v "
+                         "ON v.model = b.model AND v.version = b.head WHERE b.model = ? AND "
+                         "b.name = ? AND v.weights_id = ? AND v.config = ?",
+                         {nv.model, nv.branch, weights_id, nv.config}));
+  return rows.empty() ? 0 : rows[0].Int(0);
+}
+
 }  // namespace
 
 Actor Actor::Local() {
   const char* user = std::getenv("REEL_USER");
   if (user == nullptr || *user == '\0') user = std::getenv("USER");
+  if (user == nullptr || *user == '\0') {
+    const passwd* entry = ::getpwuid(::getuid());  // a shell without $USER (cron, containers)
+    user = entry != nullptr ? entry->pw_name : nullptr;
+  }
   return Actor{user != nullptr && *user != '\0' ? user : "unknown", true};
 }
 
@@ -207,7 +224,8 @@ Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
   return Open(std::move(db), std::move(store), "weights/", std::move(options));
 }
 
-Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, PushStats* stats) {
+Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, PushStats* stats,
+                                       bool* reused) {
   REEL_RETURN_IF_ERROR(CheckNewVersion(nv));
   Impl& im = *impl_;
   // The delta base: the first parent, else the branch head (successive versions of one run).
@@ -230,8 +248,15 @@ Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, P
   // Nothing is visible until this transaction commits.
   int64_t number = 0;
   const std::string now = im.Now();
+  const std::string weights_id = WeightsId(weights);
   REEL_RETURN_IF_ERROR(im.db().Transact([&]() -> Status {
     db::Database& d = im.db();
+    if (reused != nullptr) *reused = false;
+    if (nv.reuse_identical_head) {
+      REEL_ASSIGN_OR_RETURN(number, SameHead(d, nv, weights_id));
+      if (reused != nullptr) *reused = number != 0;
+      if (number != 0) return Status::Ok();
+    }
     REEL_ASSIGN_OR_RETURN(auto rows, d.Query("SELECT next_version FROM registry_models WHERE "
                                              "name = ?",
                                              {nv.model}));
@@ -256,7 +281,7 @@ Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, P
                 nv.recipe.dump(), nv.dataset_uri, nv.dataset_hash, nv.code_commit,
                 int64_t{nv.code_dirty ? 1 : 0}, who.name, now, nv.message,
                 static_cast<int64_t>(push.raw_bytes), static_cast<int64_t>(push.stored_bytes),
-                WeightsId(weights), ManifestToJson(weights),
+                weights_id, ManifestToJson(weights),
                 optimizer ? db::Value(ManifestToJson(*optimizer)) : db::Value(std::monostate{})})
             .status());
     for (size_t i = 0; i < nv.parents.size(); ++i) {
@@ -319,6 +344,7 @@ Result<std::vector<ModelSummary>> Registry::ListModels() {
                         "registry_versions v ON v.model = m.name GROUP BY m.name, m.created_at, "
                         "m.created_by ORDER BY m.name"));
   std::vector<ModelSummary> out;
+  out.reserve(rows.size());
   for (const db::Row& r : rows) {
     out.push_back({r.Text(0), r.Text(1), r.Text(2), r.Int(3), r.Int(4)});
   }

@@ -70,6 +70,9 @@ struct NewVersion {
   std::string message;
   std::map<std::string, std::string> tags;
   nlohmann::json recipe = nlohmann::json::object();  // how it was made, e.g. {"op": "register"}
+  // When the branch head already holds these weights and this config, return it instead of
+  // adding a version (as git refuses an empty commit; a rerun of a finished job adds nothing).
+  bool reuse_identical_head = false;
 };
 
 struct VersionInfo {
@@ -139,8 +142,9 @@ class Registry {
 
   // Pushes the weights (deltas against the first parent, else the branch head) and adds the
   // version. The model is created by its first registration.
+  // *reused: whether reuse_identical_head returned the head instead of a new version.
   Result<VersionInfo> Register(const NewVersion& version, const Actor& who,
-                               PushStats* stats = nullptr);
+                               PushStats* stats = nullptr, bool* reused = nullptr);
 
   // A version by URI (models:/...) or id, with its manifests.
   Result<VersionInfo> Get(const std::string& uri);

@@ -23,6 +23,7 @@ Result<std::vector<BranchInfo>> Registry::ListBranches(const std::string& model)
                                                      "name",
                                                      {model}));
   std::vector<BranchInfo> out;
+  out.reserve(rows.size());
   for (const db::Row& r : rows) out.push_back({r.Text(0), r.Int(1), r.Text(2)});
   return out;
 }
@@ -68,6 +69,7 @@ Result<std::vector<BranchEvent>> Registry::Log(const std::string& model,
                                                      "AND branch = ? ORDER BY seq DESC",
                                                      {model, branch}));
   std::vector<BranchEvent> out;
+  out.reserve(rows.size());
   for (const db::Row& r : rows)
     out.push_back({r.Int(0), r.Int(1), r.Text(2), r.Text(3), r.Text(4)});
   return out;
@@ -81,6 +83,7 @@ Result<std::vector<AliasInfo>> Registry::ListAliases(const std::string& model) {
                                                      "name",
                                                      {model}));
   std::vector<AliasInfo> out;
+  out.reserve(rows.size());
   for (const db::Row& r : rows) {
     out.push_back({r.Text(0), r.Int(1), r.Int(2) != 0, r.Text(3), r.Text(4)});
   }
@@ -154,6 +157,7 @@ Result<std::vector<AliasEvent>> Registry::AliasHistory(const std::string& model)
                                                      "BY seq DESC",
                                                      {model}));
   std::vector<AliasEvent> out;
+  out.reserve(rows.size());
   for (const db::Row& r : rows) {
     AliasEvent e{r.Int(0), r.Text(1), std::nullopt, std::nullopt, r.Text(4), r.Text(5)};
     if (!r.IsNull(2)) e.from = r.Int(2);
@@ -201,6 +205,7 @@ Result<std::vector<std::string>> Referrers(db::Database& d, const VersionId& id)
   REEL_ASSIGN_OR_RETURN(auto aliases,
                         d.Query("SELECT name FROM registry_aliases WHERE model = ? AND version = ?",
                                 {id.model, id.version}));
+  out.reserve(aliases.size());
   for (const db::Row& r : aliases) out.push_back("alias " + r.Text(0));
   REEL_ASSIGN_OR_RETURN(auto heads,
                         d.Query("SELECT name FROM registry_branches WHERE model = ? AND head = ?",

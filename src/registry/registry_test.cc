@@ -240,6 +240,24 @@ TEST_P(RegistryTest, RemovalRefusesWhatIsReferencedUnlessForced) {
   EXPECT_FALSE(history[0].to.has_value()) << "the forced removal is in the audit trail";
 }
 
+TEST_P(RegistryTest, AnIdenticalRegistrationCanReuseTheHead) {
+  NewVersion nv = Version("clf", 1);
+  nv.reuse_identical_head = true;
+  bool reused = true;
+  ASSERT_OK_AND_ASSIGN(VersionInfo v1, registry_->Register(nv, kAda, nullptr, &reused));
+  EXPECT_FALSE(reused);
+  ASSERT_OK_AND_ASSIGN(VersionInfo again, registry_->Register(nv, kAda, nullptr, &reused));
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(again.id.version, v1.id.version);
+  nv.config += "seed: 2\n";  // same weights, another config: a new version
+  ASSERT_OK_AND_ASSIGN(VersionInfo v2, registry_->Register(nv, kAda, nullptr, &reused));
+  EXPECT_FALSE(reused);
+  EXPECT_EQ(v2.id.version, 2);
+  nv.reuse_identical_head = false;
+  ASSERT_OK_AND_ASSIGN(VersionInfo v3, Register(nv));
+  EXPECT_EQ(v3.id.version, 3) << "without the flag, every registration is a version";
+}
+
 TEST_P(RegistryTest, TagsAreSetReplacedAndRemoved) {
   ASSERT_OK(Register(Version("clf", 1)));
   ASSERT_OK(registry_->SetTag({"clf", 1}, "stage", "candidate"));

@@ -1,0 +1,372 @@
+// reel models register|ls|show|log|diff|tag|alias|branch|export|rm — the model registry from the
+// command line, like `git` for model versions. The registry is --registry URI, else
+// $REEL_REGISTRY_URI, else ./reel-data/registry (a folder: embedded SQLite and the weights).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "apps/reel/commands.h"
+#include "apps/reel/models_print.h"
+#include "registry/diff.h"
+#include "registry/registry.h"
+#include "registry/views.h"
+#include "train/registration.h"
+
+namespace reel::cli {
+namespace {
+
+using registry::Actor;
+using registry::Registry;
+using registry::VersionId;
+using registry::VersionInfo;
+
+struct Flags {
+  std::string registry = "reel-data/registry", chunks;
+  bool json = false;
+  // register
+  std::string name, path, branch = "main", message, config;
+  std::vector<std::string> parents, tags, set_aliases;
+  bool with_optimizer = false, skip_unchanged = false;
+  // the others
+  std::string uri;                // show/export/rm/tag target
+  std::vector<std::string> uris;  // diff's two
+  std::string alias, target, from, dir;
+  int64_t version = 0;
+  bool protect = false, unprotect = false, force = false;
+  std::vector<std::string> remove_tags;
+};
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "reel models: %s\n", status.ToString().c_str());
+  return ExitCodeFor(status);
+}
+
+Result<std::unique_ptr<Registry>> Open(const Flags& f) {
+  return registry::OpenRegistry(f.registry, f.chunks);
+}
+
+// NAME/BRANCH or NAME (branch main).
+std::pair<std::string, std::string> ModelAndBranch(const std::string& text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) return {text, "main"};
+  return {text.substr(0, slash), text.substr(slash + 1)};
+}
+
+Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> tags;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("tag '" + item + "': expected KEY=VALUE");
+    }
+    tags[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return tags;
+}
+
+int RunRegister(const Flags& f) {
+  train::ImportOptions options{f.config, f.with_optimizer};
+  Result<registry::NewVersion> nv = train::VersionFromPath(f.path, options);
+  if (!nv.ok()) return Fail(nv.status());
+  nv->model = f.name;
+  nv->branch = f.branch;
+  nv->message = f.message;
+  Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
+  if (!tags.ok()) return Fail(tags.status());
+  nv->tags = *tags;
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  for (const std::string& uri : f.parents) {
+    Result<VersionInfo> parent = (*reg)->Get(uri);
+    if (!parent.ok()) return Fail(parent.status());
+    nv->parents.push_back(parent->id);
+  }
+  nv->reuse_identical_head = f.skip_unchanged;
+  registry::PushStats stats;
+  bool reused = false;
+  Result<VersionInfo> v = (*reg)->Register(*nv, Actor::Local(), &stats, &reused);
+  if (!v.ok()) return Fail(v.status());
+  for (const std::string& alias : f.set_aliases) {
+    Status s = (*reg)->SetAlias(v->id.model, alias, v->id.version, Actor::Local());
+    if (!s.ok()) return Fail(s);
+  }
+  if (f.json) return PrintJson(registry::VersionJson(*v));
+  if (reused) {
+    std::printf("unchanged: %s on branch %s already holds these weights and config\n",
+                v->id.ToString().c_str(), v->branch.c_str());
+  } else {
+    PrintRegistered(*v, stats);
+  }
+  for (const std::string& alias : f.set_aliases) {
+    std::printf("models:/%s@%s -> %s\n", v->id.model.c_str(), alias.c_str(),
+                v->id.ToString().c_str());
+  }
+  return 0;
+}
+
+int RunList(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  if (f.name.empty()) {
+    auto models = (*reg)->ListModels();
+    if (!models.ok()) return Fail(models.status());
+    return f.json ? PrintJson(ModelsJson(*models)) : (PrintModels(*models), 0);
+  }
+  auto versions = (*reg)->ListVersions(f.name);
+  if (!versions.ok()) return Fail(versions.status());
+  auto aliases = (*reg)->ListAliases(f.name);
+  if (!aliases.ok()) return Fail(aliases.status());
+  return f.json ? PrintJson(VersionsJson(*versions)) : (PrintVersions(*versions, *aliases), 0);
+}
+
+int RunShow(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> v = (*reg)->Get(f.uri);
+  if (!v.ok()) return Fail(v.status());
+  auto aliases = (*reg)->ListAliases(v->id.model);
+  if (!aliases.ok()) return Fail(aliases.status());
+  return f.json ? PrintJson(registry::VersionJson(*v)) : (PrintVersion(*v, *aliases), 0);
+}
+
+int RunLog(const Flags& f) {
+  auto [model, branch] = ModelAndBranch(f.name);
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  auto log = (*reg)->Log(model, branch);
+  if (!log.ok()) return Fail(log.status());
+  std::vector<VersionInfo> versions;
+  for (const registry::BranchEvent& e : *log) {
+    Result<VersionInfo> v = (*reg)->Get(VersionId{model, e.version});
+    if (v.ok()) versions.push_back(*v);  // removed since: the event still shows
+  }
+  return f.json ? PrintJson(LogJson(*log)) : (PrintLog(model, branch, *log, versions), 0);
+}
+
+int RunDiff(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> a = (*reg)->Get(f.uris.at(0));
+  if (!a.ok()) return Fail(a.status());
+  Result<VersionInfo> b = (*reg)->Get(f.uris.at(1));
+  if (!b.ok()) return Fail(b.status());
+  Result<registry::VersionDiff> d = registry::DiffVersions(**reg, *a, *b);
+  if (!d.ok()) return Fail(d.status());
+  return f.json ? PrintJson(d->ToJson()) : (PrintDiff(*d), 0);
+}
+
+int RunTag(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> v = (*reg)->Get(f.uri);
+  if (!v.ok()) return Fail(v.status());
+  Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
+  if (!tags.ok()) return Fail(tags.status());
+  for (const auto& [key, value] : *tags) {
+    if (Status s = (*reg)->SetTag(v->id, key, value); !s.ok()) return Fail(s);
+  }
+  for (const std::string& key : f.remove_tags) {
+    if (Status s = (*reg)->RemoveTag(v->id, key); !s.ok()) return Fail(s);
+  }
+  std::printf("%s: %zu tag(s) set, %zu removed\n", v->id.ToString().c_str(), tags->size(),
+              f.remove_tags.size());
+  return 0;
+}
+
+int RunAliasSet(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  std::optional<bool> protect;
+  if (f.protect || f.unprotect) protect = f.protect;
+  Status s = (*reg)->SetAlias(f.name, f.alias, f.version, Actor::Local(), protect);
+  if (!s.ok()) return Fail(s);
+  std::printf("models:/%s@%s -> %s\n", f.name.c_str(), f.alias.c_str(),
+              registry::VersionUri(f.name, f.version).c_str());
+  return 0;
+}
+
+int RunAliasRemove(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  if (Status s = (*reg)->RemoveAlias(f.name, f.alias, Actor::Local()); !s.ok()) return Fail(s);
+  std::printf("removed models:/%s@%s\n", f.name.c_str(), f.alias.c_str());
+  return 0;
+}
+
+int RunAliasList(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  auto aliases = (*reg)->ListAliases(f.name);
+  if (!aliases.ok()) return Fail(aliases.status());
+  auto history = (*reg)->AliasHistory(f.name);
+  if (!history.ok()) return Fail(history.status());
+  if (f.json) return PrintJson(AliasesJson(*aliases, *history));
+  PrintAliases(f.name, *aliases, *history);
+  return 0;
+}
+
+int RunBranchCreate(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  const std::string from = f.from.empty() ? "models:/" + f.name + "/branch/main" : f.from;
+  Result<VersionInfo> v = (*reg)->Get(from);
+  if (!v.ok()) return Fail(v.status());
+  if (v->id.model != f.name) {
+    return Fail(InvalidArgumentError("--from " + from + " is a version of another model"));
+  }
+  Status s = (*reg)->CreateBranch(f.name, f.target, v->id.version, Actor::Local());
+  if (!s.ok()) return Fail(s);
+  std::printf("branch %s of %s at version %lld\n", f.target.c_str(), f.name.c_str(),
+              static_cast<long long>(v->id.version));
+  return 0;
+}
+
+int RunBranchList(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  auto branches = (*reg)->ListBranches(f.name);
+  if (!branches.ok()) return Fail(branches.status());
+  return f.json ? PrintJson(BranchesJson(*branches)) : (PrintBranches(*branches), 0);
+}
+
+int RunBranchRemove(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  if (Status s = (*reg)->DeleteBranch(f.name, f.target, Actor::Local()); !s.ok()) return Fail(s);
+  std::printf("deleted branch %s of %s\n", f.target.c_str(), f.name.c_str());
+  return 0;
+}
+
+int RunExport(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> v = (*reg)->Get(f.uri);
+  if (!v.ok()) return Fail(v.status());
+  Result<models::SafetensorsFile> weights = (*reg)->PullWeights(*v);
+  if (!weights.ok()) return Fail(weights.status());
+  Status s = ExportVersion(*v, *weights, f.dir);
+  if (!s.ok()) return Fail(s);
+  std::printf("exported %s to %s (model.safetensors, config.yaml, version.json)\n",
+              v->id.ToString().c_str(), f.dir.c_str());
+  return 0;
+}
+
+int RunRemove(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> v = (*reg)->Get(f.uri);
+  if (!v.ok()) return Fail(v.status());
+  if (Status s = (*reg)->Remove(v->id, f.force, Actor::Local()); !s.ok()) return Fail(s);
+  std::printf("removed %s\n", v->id.ToString().c_str());
+  return 0;
+}
+
+void AddRegister(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* c =
+      models->add_subcommand("register", "register a run, checkpoint or safetensors file");
+  c->add_option("name", f->name, "registered model name")->required();
+  c->add_option("path", f->path, "run dir, checkpoint dir, or .safetensors file")->required();
+  c->add_option("--branch", f->branch, "branch to register on (created when missing)");
+  c->add_option("-m,--message", f->message, "what this version is");
+  c->add_option("--config", f->config, "the config (model section) of a .safetensors file");
+  c->add_option("--parent", f->parents, "parent version URI (lineage); repeatable");
+  c->add_option("--tag", f->tags, "KEY=VALUE; repeatable");
+  c->add_flag("--with-optimizer", f->with_optimizer, "keep the checkpoint's optimiser state");
+  c->add_option("--alias", f->set_aliases, "point this alias at the new version; repeatable");
+  c->add_flag("--skip-unchanged", f->skip_unchanged,
+              "reuse the branch head when it holds the same weights and config");
+  c->callback([f, exit_code] { *exit_code = RunRegister(*f); });
+}
+
+void AddReads(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* ls = models->add_subcommand("ls", "list models, or the versions of one");
+  ls->add_option("name", f->name, "a model: list its versions");
+  ls->callback([f, exit_code] { *exit_code = RunList(*f); });
+  CLI::App* show = models->add_subcommand("show", "one version: lineage, config, metrics");
+  show->add_option("uri", f->uri, "models:/NAME/N, models:/NAME@ALIAS, ...")->required();
+  show->callback([f, exit_code] { *exit_code = RunShow(*f); });
+  CLI::App* log = models->add_subcommand("log", "the history of a branch, with lineage");
+  log->add_option("name", f->name, "NAME or NAME/BRANCH (default branch main)")->required();
+  log->callback([f, exit_code] { *exit_code = RunLog(*f); });
+  CLI::App* diff = models->add_subcommand("diff", "what changed between two versions");
+  diff->add_option("uris", f->uris, "URI URI")->required()->expected(2);
+  diff->callback([f, exit_code] { *exit_code = RunDiff(*f); });
+}
+
+void AddAliases(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* alias = models->add_subcommand("alias", "named pointers to versions");
+  alias->require_subcommand(1);
+  CLI::App* set = alias->add_subcommand("set", "point ALIAS at VERSION (atomically)");
+  set->add_option("name", f->name)->required();
+  set->add_option("alias", f->alias)->required();
+  set->add_option("version", f->version)->required()->check(CLI::PositiveNumber);
+  set->add_flag("--protect", f->protect, "only admins may move it from now on");
+  set->add_flag("--unprotect", f->unprotect, "anyone with write access may move it");
+  set->callback([f, exit_code] { *exit_code = RunAliasSet(*f); });
+  CLI::App* rm = alias->add_subcommand("rm", "remove an alias");
+  rm->add_option("name", f->name)->required();
+  rm->add_option("alias", f->alias)->required();
+  rm->callback([f, exit_code] { *exit_code = RunAliasRemove(*f); });
+  CLI::App* ls = alias->add_subcommand("ls", "a model's aliases and their audit trail");
+  ls->add_option("name", f->name)->required();
+  ls->callback([f, exit_code] { *exit_code = RunAliasList(*f); });
+}
+
+void AddBranches(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* branch = models->add_subcommand("branch", "movable heads with a history");
+  branch->require_subcommand(1);
+  CLI::App* create = branch->add_subcommand("create", "a new branch at a version");
+  create->add_option("name", f->name)->required();
+  create->add_option("branch", f->target)->required();
+  create->add_option("--from", f->from, "version URI (default: the head of main)");
+  create->callback([f, exit_code] { *exit_code = RunBranchCreate(*f); });
+  CLI::App* ls = branch->add_subcommand("ls", "a model's branches");
+  ls->add_option("name", f->name)->required();
+  ls->callback([f, exit_code] { *exit_code = RunBranchList(*f); });
+  CLI::App* rm = branch->add_subcommand("rm", "delete a branch (its versions stay)");
+  rm->add_option("name", f->name)->required();
+  rm->add_option("branch", f->target)->required();
+  rm->callback([f, exit_code] { *exit_code = RunBranchRemove(*f); });
+}
+
+void AddChanges(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* tag = models->add_subcommand("tag", "set or remove tags of a version");
+  tag->add_option("uri", f->uri)->required();
+  tag->add_option("tags", f->tags, "KEY=VALUE ...");
+  tag->add_option("--rm", f->remove_tags, "tag keys to remove");
+  tag->callback([f, exit_code] { *exit_code = RunTag(*f); });
+  CLI::App* ex = models->add_subcommand("export", "write a version as safetensors + config");
+  ex->add_option("uri", f->uri)->required();
+  ex->add_option("dir", f->dir, "folder to write (must not hold an export already)")->required();
+  ex->callback([f, exit_code] { *exit_code = RunExport(*f); });
+  CLI::App* rm = models->add_subcommand("rm", "remove a version");
+  rm->add_option("uri", f->uri)->required();
+  rm->add_flag("--force", f->force, "even when aliases, branches or children refer to it");
+  rm->callback([f, exit_code] { *exit_code = RunRemove(*f); });
+}
+
+}  // namespace
+
+void RegisterModels(CLI::App& app, int* exit_code) {
+  static Flags flags;
+  CLI::App* models =
+      app.add_subcommand("models", "the model registry: versions, branches, aliases");
+  models->require_subcommand(1);
+  // `reel models ls --json` as well as `reel models --json ls`: the subcommands (which inherit
+  // this) pass the options they do not know up to here.
+  models->fallthrough();
+  models->add_option("--registry", flags.registry, "folder, or postgresql://... (with --chunks)")
+      ->envname("REEL_REGISTRY_URI");
+  models->add_option("--chunks", flags.chunks, "store URI of the weights of a PostgreSQL registry")
+      ->envname("REEL_REGISTRY_CHUNKS");
+  models->add_flag("--json", flags.json, "print JSON instead of tables");
+  AddRegister(models, &flags, exit_code);
+  AddReads(models, &flags, exit_code);
+  AddAliases(models, &flags, exit_code);
+  AddBranches(models, &flags, exit_code);
+  AddChanges(models, &flags, exit_code);
+}
+
+}  // namespace reel::cli

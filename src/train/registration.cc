@@ -1,0 +1,150 @@
+#include "train/registration.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/build_info.h"
+#include "base/config.h"
+#include "base/hash.h"
+#include "base/json.h"
+#include "dataset/layout.h"
+#include "storage/open.h"
+#include "train/train_config.h"
+
+namespace reel::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return UnavailableError(path + ": read failed");
+  return bytes.str();
+}
+
+// SHA-256 of the dataset's manifest.json; "" when it cannot be read (the version still records
+// the URI: a dataset that moved is not a reason to refuse a registration).
+std::string DatasetHash(const std::string& dataset) {
+  if (dataset.empty()) return "";
+  auto store = storage::OpenStore(dataset);
+  if (!store.ok()) return "";
+  auto bytes = (*store)->Get(dataset::kManifestFileName);
+  return bytes.ok() ? Sha256Hex(*bytes) : "";
+}
+
+Result<models::ModelSpec> ModelSection(const std::string& text, const std::string& source) {
+  REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadString(text, source));
+  if (!root.IsMap() || !root.Has("model")) {
+    return InvalidArgumentError(source + ": no model section (the architecture to register)");
+  }
+  REEL_ASSIGN_OR_RETURN(ConfigNode model, root.Child("model"));
+  return models::ModelSpecFromConfig(model);
+}
+
+void AddCodeVersion(registry::NewVersion* v) {
+  const BuildInfo& build = GetBuildInfo();
+  v->code_commit = build.git_commit;
+  v->code_dirty = build.git_dirty;
+}
+
+Result<registry::NewVersion> FromSafetensors(const std::string& path, const ImportOptions& o) {
+  if (o.config.empty()) {
+    return InvalidArgumentError(path +
+                                " is a safetensors file: give --config with its model "
+                                "section (the architecture)");
+  }
+  REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  registry::NewVersion v;
+  REEL_ASSIGN_OR_RETURN(v.weights, models::ReadSafetensors(bytes, path));
+  REEL_ASSIGN_OR_RETURN(v.config, ReadFile(o.config));
+  REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, ModelSection(v.config, o.config));
+  v.architecture = ArchitectureJson(spec);
+  v.recipe = {{"op", "register"}, {"source", path}};
+  AddCodeVersion(&v);
+  return v;
+}
+
+Result<nlohmann::json> ReadEval(const std::string& run_dir) {
+  const std::string path = run_dir + "/eval.json";
+  if (!fs::exists(path)) return nlohmann::json();
+  REEL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseJson(text, path);
+}
+
+}  // namespace
+
+nlohmann::json ArchitectureJson(const models::ModelSpec& spec) {
+  return {{"name", spec.name},
+          {"num_classes", spec.num_classes},
+          {"width", spec.width},
+          {"layers", spec.layers}};
+}
+
+nlohmann::json MetricsJson(const nlohmann::json& eval_report) {
+  nlohmann::json m = eval_report.is_object() ? eval_report : nlohmann::json::object();
+  m.erase("predictions");
+  return m;
+}
+
+Result<registry::NewVersion> VersionFromCheckpoint(const CheckpointData& checkpoint,
+                                                   const nlohmann::json* eval,
+                                                   const std::string& origin, bool with_optimizer) {
+  registry::NewVersion v;
+  v.weights = checkpoint.model;
+  if (with_optimizer) v.optimizer = checkpoint.state;
+  v.config = checkpoint.config_text;
+  REEL_ASSIGN_OR_RETURN(TrainConfig config, ParseTrainConfigText(v.config, origin + " config"));
+  v.architecture = ArchitectureJson(config.model);
+  v.dataset_uri = config.data.dataset;
+  v.dataset_hash = DatasetHash(config.data.dataset);
+  if (eval != nullptr) v.metrics = MetricsJson(*eval);
+  v.recipe = {{"op", "register"}, {"source", origin}, {"step", checkpoint.step}};
+  AddCodeVersion(&v);
+  return v;
+}
+
+Result<registry::NewVersion> VersionFromPath(const std::string& path,
+                                             const ImportOptions& options) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    if (path.size() < 12 || path.substr(path.size() - 12) != ".safetensors") {
+      return InvalidArgumentError(path + ": not a .safetensors file");
+    }
+    return FromSafetensors(path, options);
+  }
+  if (!fs::is_directory(path, ec)) return NotFoundError(path + ": no such file or directory");
+  std::string store = path, run_dir;
+  std::optional<int64_t> step;
+  if (fs::exists(path + "/checkpoints/latest")) {
+    run_dir = path;
+    store = path + "/checkpoints";
+  } else if (fs::exists(path + "/model.safetensors")) {
+    fs::path folder = fs::path(path).lexically_normal();
+    if (folder.filename().empty()) folder = folder.parent_path();  // "step-…/"
+    const std::string name = folder.filename().string();
+    int64_t n = -1;
+    if (std::sscanf(name.c_str(), "step-%ld", &n) != 1 || n < 0) {
+      return InvalidArgumentError(path + ": a checkpoint folder is named step-NNNNNNNNNN");
+    }
+    step = n;
+    store = folder.has_parent_path() ? folder.parent_path().string() : ".";
+  } else if (!fs::exists(path + "/latest")) {
+    return InvalidArgumentError(path +
+                                " is neither a run directory (with checkpoints/), a "
+                                "checkpoint folder nor a .safetensors file");
+  }
+  REEL_ASSIGN_OR_RETURN(CheckpointStore checkpoints, CheckpointStore::Open(store));
+  REEL_ASSIGN_OR_RETURN(CheckpointData checkpoint, checkpoints.Load(step));
+  nlohmann::json eval;
+  if (!run_dir.empty()) {
+    REEL_ASSIGN_OR_RETURN(eval, ReadEval(run_dir));
+  }
+  return VersionFromCheckpoint(checkpoint, eval.is_null() ? nullptr : &eval, path,
+                               options.with_optimizer);
+}
+
+}  // namespace reel::train

@@ -1,0 +1,45 @@
+// What training leaves behind, as registry versions (registry/registry.h): the weights, the
+// architecture (the config's model section), the whole config, the evaluation report, the
+// dataset (URI and SHA-256 of its manifest) and the code version.
+//
+// VersionFromPath reads any of
+//   a run directory        RUN/checkpoints (the latest checkpoint) and RUN/eval.json
+//   a checkpoint store     a folder with `latest` (its latest checkpoint)
+//   one checkpoint folder  step-0000000100/ with model.safetensors and config.yaml
+//   a .safetensors file    e.g. weights exported from torchvision; `config` must then name a
+//                          YAML file with at least a `model:` section
+// Errors: InvalidArgument for a path that is none of these or a config without a model
+// section; the checkpoint's and the file's errors (DataLoss for truncated or corrupt files).
+// Thread-safety: pure functions of their inputs and files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "base/status.h"
+#include "models/model_spec.h"
+#include "registry/registry.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+
+namespace reel::train {
+
+struct ImportOptions {
+  std::string config;           // for a .safetensors file: its config (YAML)
+  bool with_optimizer = false;  // keep the optimiser state of a checkpoint
+};
+
+Result<registry::NewVersion> VersionFromPath(const std::string& path,
+                                             const ImportOptions& options = {});
+
+// A checkpoint in hand; `eval` may be null. The recipe records `origin` and the step.
+Result<registry::NewVersion> VersionFromCheckpoint(const CheckpointData& checkpoint,
+                                                   const nlohmann::json* eval,
+                                                   const std::string& origin, bool with_optimizer);
+
+nlohmann::json ArchitectureJson(const models::ModelSpec& spec);
+// An eval report as a version's metrics: everything but the per-video predictions.
+nlohmann::json MetricsJson(const nlohmann::json& eval_report);
+
+}  // namespace reel::train
