@@ -64,6 +64,20 @@ check "--skip-unchanged reuses an identical head" bash -c "'$REEL' models regist
 check "--alias points at it" bash -c "'$REEL' models show models:/clf@latest-exp --json | grep -q '\"version\": 3'"
 check "alias rm" "$REEL" models alias rm clf latest-exp
 
+# Merge and rebase: models:/clf/3 holds the release's weights again, with no parent.
+"$REEL" models merge models:/clf/2 models:/clf/3 2> "$WORK/err"; code=$?
+check "a merge with a conflict and no strategy exits 6" test "$code" -eq 6
+check "naming the tensor" grep -q "fc.weight" "$WORK/err"
+check "merge --strategy average" bash -c "'$REEL' models merge models:/clf/2 models:/clf/3 --strategy average > '$WORK/out'"
+check "it registers a version on ours' branch" grep -q "registered models:/clf/4 on branch main" "$WORK/out"
+check "with both parents" bash -c "'$REEL' models show models:/clf/4 | grep -q 'parents       models:/clf/2, models:/clf/3'"
+check "and its recipe" bash -c "'$REEL' models show models:/clf/4 --json | python3 -c \"import json,sys; r=json.load(sys.stdin)['recipe']; assert r['op']=='merge' and r['strategy']=='average' and r['conflicts']==1, r\""
+check "rebase" bash -c "'$REEL' models rebase models:/clf/2 --onto models:/clf/3 --from models:/clf/1 > '$WORK/out'"
+check "replaying the tip's change onto an equal base stores nothing new" grep -q "stored 0 B new" "$WORK/out"
+check "recorded as a rebase" bash -c "'$REEL' models show models:/clf/5 --json | grep -q '\"op\": \"rebase\"'"
+"$REEL" models merge models:/clf/2 models:/clf/3 --strategy mean 2> "$WORK/err"; code=$?
+check "an unknown strategy exits 3" test "$code" -eq 3
+
 # Removal refuses what is referenced.
 "$REEL" models rm models:/clf/2 2> "$WORK/err"; code=$?
 check "rm of a referenced version exits 6" test "$code" -eq 6

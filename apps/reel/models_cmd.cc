@@ -1,15 +1,18 @@
-// reel models register|ls|show|log|diff|tag|alias|branch|export|rm — the model registry from the
-// command line, like `git` for model versions. The registry is --registry URI, else
-// $REEL_REGISTRY_URI, else ./reel-data/registry (a folder: embedded SQLite and the weights).
+// reel models register|ls|show|log|diff|merge|rebase|tag|alias|branch|export|rm — the model
+// registry from the command line, like `git` for model versions. The registry is --registry URI,
+// else $REEL_REGISTRY_URI, else ./reel-data/registry (a folder: embedded SQLite and the weights).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "apps/reel/commands.h"
 #include "apps/reel/models_print.h"
+#include "base/build_info.h"
 #include "registry/diff.h"
+#include "registry/merge.h"
 #include "registry/registry.h"
 #include "registry/views.h"
 #include "train/registration.h"
@@ -36,6 +39,9 @@ struct Flags {
   int64_t version = 0;
   bool protect = false, unprotect = false, force = false;
   std::vector<std::string> remove_tags;
+  // merge and rebase
+  std::string strategy = "none", into, onto, old_base;
+  double alpha = 0.5, scale = 1.0, density = 0.2;
 };
 
 int Fail(const Status& status) {
@@ -94,7 +100,7 @@ int RunRegister(const Flags& f) {
   }
   if (f.json) return PrintJson(registry::VersionJson(*v));
   if (reused) {
-    std::printf("unchanged: %s on branch %s already holds these weights and config\n",
+    std::printf("unchanged: %s on branch %s already holds these weights\n",
                 v->id.ToString().c_str(), v->branch.c_str());
   } else {
     PrintRegistered(*v, stats);
@@ -155,6 +161,80 @@ int RunDiff(const Flags& f) {
   Result<registry::VersionDiff> d = registry::DiffVersions(**reg, *a, *b);
   if (!d.ok()) return Fail(d.status());
   return f.json ? PrintJson(d->ToJson()) : (PrintDiff(*d), 0);
+}
+
+// Registers a merge's or rebase's weights on --into NAME/BRANCH, else on `home`'s branch.
+int RegisterCombined(Registry& reg, const Flags& f, const VersionInfo& home,
+                     registry::MergeOutcome outcome, std::vector<VersionId> parents,
+                     const std::string& message) {
+  registry::NewVersion nv;
+  nv.model = home.id.model;
+  nv.branch = home.branch;
+  if (!f.into.empty()) std::tie(nv.model, nv.branch) = ModelAndBranch(f.into);
+  nv.weights = std::move(outcome.weights);
+  nv.architecture = home.architecture;
+  nv.config = home.config;
+  nv.dataset_uri = home.dataset_uri;
+  nv.dataset_hash = home.dataset_hash;
+  nv.parents = std::move(parents);
+  nv.recipe = outcome.recipe;
+  nv.message = f.message.empty() ? message : f.message;
+  const BuildInfo& build = GetBuildInfo();
+  nv.code_commit = build.git_commit;
+  nv.code_dirty = build.git_dirty;
+  registry::PushStats stats;
+  Result<VersionInfo> v = reg.Register(nv, Actor::Local(), &stats);
+  if (!v.ok()) return Fail(v.status());
+  if (f.json) return PrintJson(registry::VersionJson(*v));
+  PrintRegistered(*v, stats);
+  std::printf("recipe: %s\n", v->recipe.dump().c_str());
+  return 0;
+}
+
+int RunMerge(const Flags& f) {
+  Result<registry::MergeStrategy> strategy = registry::ParseMergeStrategy(f.strategy);
+  if (!strategy.ok()) return Fail(strategy.status());
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> ours = (*reg)->Get(f.uris.at(0));
+  if (!ours.ok()) return Fail(ours.status());
+  Result<VersionInfo> theirs = (*reg)->Get(f.uris.at(1));
+  if (!theirs.ok()) return Fail(theirs.status());
+  registry::MergeOptions options{*strategy, f.alpha, f.scale, f.density};
+  Result<registry::MergeOutcome> m = registry::MergeVersions(**reg, *ours, *theirs, options);
+  if (!m.ok()) return Fail(m.status());
+  const std::string message =
+      "merge " + ours->id.ToString() + " and " + theirs->id.ToString() + " (" + f.strategy + ")";
+  return RegisterCombined(**reg, f, *ours, std::move(*m), {ours->id, theirs->id}, message);
+}
+
+// --from, else the common ancestor of the tip and the new base.
+Result<VersionInfo> OldBase(Registry& reg, const Flags& f, const VersionInfo& tip,
+                            const VersionInfo& onto) {
+  if (!f.old_base.empty()) return reg.Get(f.old_base);
+  REEL_ASSIGN_OR_RETURN(std::optional<VersionId> lca,
+                        registry::LowestCommonAncestor(reg, tip.id, onto.id));
+  if (!lca) {
+    return InvalidArgumentError(tip.id.ToString() + " and " + onto.id.ToString() +
+                                " share no ancestor: give --from OLD_BASE");
+  }
+  return reg.Get(*lca);
+}
+
+int RunRebase(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  Result<VersionInfo> tip = (*reg)->Get(f.uri);
+  if (!tip.ok()) return Fail(tip.status());
+  Result<VersionInfo> onto = (*reg)->Get(f.onto);
+  if (!onto.ok()) return Fail(onto.status());
+  Result<VersionInfo> old_base = OldBase(**reg, f, *tip, *onto);
+  if (!old_base.ok()) return Fail(old_base.status());
+  Result<registry::MergeOutcome> r = registry::RebaseVersion(**reg, *tip, *old_base, *onto);
+  if (!r.ok()) return Fail(r.status());
+  const std::string message = "rebase " + tip->id.ToString() + " from " + old_base->id.ToString() +
+                              " onto " + onto->id.ToString();
+  return RegisterCombined(**reg, f, *tip, std::move(*r), {onto->id, tip->id}, message);
 }
 
 int RunTag(const Flags& f) {
@@ -276,7 +356,7 @@ void AddRegister(CLI::App* models, Flags* f, int* exit_code) {
   c->add_flag("--with-optimizer", f->with_optimizer, "keep the checkpoint's optimiser state");
   c->add_option("--alias", f->set_aliases, "point this alias at the new version; repeatable");
   c->add_flag("--skip-unchanged", f->skip_unchanged,
-              "reuse the branch head when it holds the same weights and config");
+              "reuse the branch head when it holds the same weights");
   c->callback([f, exit_code] { *exit_code = RunRegister(*f); });
 }
 
@@ -331,6 +411,27 @@ void AddBranches(CLI::App* models, Flags* f, int* exit_code) {
   rm->callback([f, exit_code] { *exit_code = RunBranchRemove(*f); });
 }
 
+void AddCombines(CLI::App* models, Flags* f, int* exit_code) {
+  CLI::App* merge = models->add_subcommand("merge", "three-way merge of two versions");
+  merge->add_option("uris", f->uris, "OURS THEIRS")->required()->expected(2);
+  merge->add_option("--strategy", f->strategy,
+                    "for tensors changed on both sides: none (refuse), ours, theirs, average, "
+                    "task-arithmetic, ties");
+  merge->add_option("--alpha", f->alpha, "average: the weight of THEIRS (default 0.5)");
+  merge->add_option("--scale", f->scale, "task-arithmetic, ties: the scale of the change");
+  merge->add_option("--density", f->density, "ties: the fraction of each change kept");
+  merge->add_option("--into", f->into, "NAME/BRANCH to register on (default: OURS' branch)");
+  merge->add_option("-m,--message", f->message, "what this merge is");
+  merge->callback([f, exit_code] { *exit_code = RunMerge(*f); });
+  CLI::App* rebase = models->add_subcommand("rebase", "replay a version's change onto a new base");
+  rebase->add_option("uri", f->uri, "the tip to replay")->required();
+  rebase->add_option("--onto", f->onto, "the new base")->required();
+  rebase->add_option("--from", f->old_base, "the old base (default: the common ancestor)");
+  rebase->add_option("--into", f->into, "NAME/BRANCH to register on (default: the tip's)");
+  rebase->add_option("-m,--message", f->message, "what this rebase is");
+  rebase->callback([f, exit_code] { *exit_code = RunRebase(*f); });
+}
+
 void AddChanges(CLI::App* models, Flags* f, int* exit_code) {
   CLI::App* tag = models->add_subcommand("tag", "set or remove tags of a version");
   tag->add_option("uri", f->uri)->required();
@@ -367,6 +468,7 @@ void RegisterModels(CLI::App& app, int* exit_code) {
   AddAliases(models, &flags, exit_code);
   AddBranches(models, &flags, exit_code);
   AddChanges(models, &flags, exit_code);
+  AddCombines(models, &flags, exit_code);
 }
 
 }  // namespace reel::cli

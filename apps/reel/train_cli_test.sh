@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `reel train` and `reel eval` end to end: a run killed with SIGKILL after a checkpoint and
 # resumed must log the same per-step losses as an uninterrupted run; eval of the last checkpoint
-# matches the run's final report; bad configs and reruns fail with clear messages and exit codes.
+# matches the run's final report; a finished run registers its model, and a fine-tune from it
+# (model.init) records it as the parent; bad configs and reruns fail with clear messages and exit
+# codes.
 # Usage: train_cli_test.sh PATH_TO_REEL
 set -u
 REEL=$1
@@ -65,5 +67,21 @@ check "a bad --set value exits 3" test $? -eq 3
 check "a missing config exits 2" test $? -eq 2
 "$REEL" eval --config "$WORK/killed.yaml" --set checkpoint.uri="$WORK/none" > "$WORK/none.out" 2>&1
 check "eval without checkpoints exits 2" test $? -eq 2
+
+# The registry: a finished run registers itself; a fine-tune starts from that version.
+export REEL_REGISTRY_URI="$WORK/registry"
+tiny_config base "{max_steps: 6, eval_every_epochs: 0}" "{every_steps: 0}"
+check "a run with registry.model registers its model" bash -c "'$REEL' train --config '$WORK/base.yaml' --quiet --set registry.model=tiny 'registry.aliases=[production]' > '$WORK/reg.out' 2>&1"
+check "and prints the version" grep -q "^registered models:/tiny/1$" "$WORK/reg.out"
+check "with the alias set" bash -c "'$REEL' models show models:/tiny@production --json | grep -q '\"version\": 1'"
+check "a rerun of the finished run registers nothing new" bash -c "'$REEL' train --config '$WORK/base.yaml' --resume --quiet --set registry.model=tiny 2>&1 | grep -q '^registered models:/tiny/1$'"
+tiny_config tune "{max_steps: 4, eval_every_epochs: 0}" "{every_steps: 0}"
+check "a fine-tune from model.init" bash -c "'$REEL' train --config '$WORK/tune.yaml' --quiet --set model.init=models:/tiny@production registry.model=tiny registry.branch=tune > '$WORK/tune.out' 2>&1"
+check "it says where it started" grep -q "starting from the weights of models:/tiny@production" "$WORK/tune.out"
+check "its parent is the version it started from" bash -c "'$REEL' models show models:/tiny/2 | grep -q 'parents       models:/tiny/1'"
+check "on its branch" bash -c "'$REEL' models log tiny/tune | grep -q 'train .*models:/tiny/2'"
+"$REEL" train --config "$WORK/tune.yaml" --quiet --set run_dir="$WORK/tune2" model.init=models:/tiny/9 > "$WORK/init.out" 2>&1
+check "an unknown model.init exits 2" test $? -eq 2
+check "naming it" grep -q "no version 9" "$WORK/init.out"
 
 finish

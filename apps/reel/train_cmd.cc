@@ -169,11 +169,11 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (flags.json) {
     std::printf(
         "{\"steps\": %lld, \"samples\": %lld, \"seconds\": %.3f, \"finished\": %s, "
-        "\"resumed_from\": %lld%s%s}\n",
+        "\"resumed_from\": %lld, \"registered\": \"%s\"%s%s}\n",
         static_cast<long long>(result->steps), static_cast<long long>(result->samples),
         result->seconds, result->finished ? "true" : "false",
-        static_cast<long long>(result->resumed_from), result->eval ? ", \"eval\": " : "",
-        result->eval ? result->eval->ToJson().c_str() : "");
+        static_cast<long long>(result->resumed_from), result->registered.c_str(),
+        result->eval ? ", \"eval\": " : "", result->eval ? result->eval->ToJson().c_str() : "");
     return 0;
   }
   std::printf(
@@ -188,6 +188,7 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (result->eval) {
     std::printf("validation (%s): ", config->data.val_split.c_str());
     PrintReport(*result->eval, false);
+    if (!result->registered.empty()) std::printf("registered %s\n", result->registered.c_str());
   } else {
     std::printf("stopped before the end; continue with --resume\n");
   }

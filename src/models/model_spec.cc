@@ -9,7 +9,8 @@ std::vector<std::string> ModelNames() {
 }
 
 Result<ModelSpec> ModelSpecFromConfig(const ConfigNode& node) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"name", "num_classes", "width", "layers"}));
+  // `init` (the initial weights) is the trainer's to read: train_config.h.
+  REEL_RETURN_IF_ERROR(node.CheckKeys({"name", "num_classes", "width", "layers", "init"}));
   ModelSpec spec;
   REEL_ASSIGN_OR_RETURN(spec.name, node.GetString("name"));
   auto names = ModelNames();

@@ -70,13 +70,13 @@ Status CheckNewVersion(const NewVersion& v) {
   return Status::Ok();
 }
 
-// The branch head's number when it holds the same weights and config as `nv`, else 0.
+// The branch head's number when it holds the same weights as `nv`, else 0.
 Result<int64_t> SameHead(db::Database& d, const NewVersion& nv, const std::string& weights_id) {
   REEL_ASSIGN_OR_RETURN(
       auto rows, d.Query("SELECT v.version FROM registry_branches b JOIN registry_versions v "
                          "ON v.model = b.model AND v.version = b.head WHERE b.model = ? AND "
-                         "b.name = ? AND v.weights_id = ? AND v.config = ?",
-                         {nv.model, nv.branch, weights_id, nv.config}));
+                         "b.name = ? AND v.weights_id = ?",
+                         {nv.model, nv.branch, weights_id}));
   return rows.empty() ? 0 : rows[0].Int(0);
 }
 
@@ -335,6 +335,18 @@ Result<VersionInfo> Registry::Get(const std::string& uri) {
 }
 
 Result<VersionInfo> Registry::Get(const VersionId& id) { return impl_->LoadVersion(id, true); }
+
+Result<std::vector<VersionId>> Registry::Parents(const VersionId& id) {
+  REEL_RETURN_IF_ERROR(impl_->RequireVersion(id));
+  REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT parent_model, parent_version FROM "
+                                                     "registry_parents WHERE model = ? AND "
+                                                     "version = ? ORDER BY position",
+                                                     {id.model, id.version}));
+  std::vector<VersionId> out;
+  out.reserve(rows.size());
+  for (const db::Row& r : rows) out.push_back({r.Text(0), r.Int(1)});
+  return out;
+}
 
 Result<std::vector<ModelSummary>> Registry::ListModels() {
   REEL_ASSIGN_OR_RETURN(

@@ -70,8 +70,8 @@ struct NewVersion {
   std::string message;
   std::map<std::string, std::string> tags;
   nlohmann::json recipe = nlohmann::json::object();  // how it was made, e.g. {"op": "register"}
-  // When the branch head already holds these weights and this config, return it instead of
-  // adding a version (as git refuses an empty commit; a rerun of a finished job adds nothing).
+  // When the branch head already holds these weights (bit for bit), return it instead of adding
+  // a version: as git refuses an empty commit, a rerun of a finished job adds nothing.
   bool reuse_identical_head = false;
 };
 
@@ -150,6 +150,8 @@ class Registry {
   Result<VersionInfo> Get(const std::string& uri);
   Result<VersionInfo> Get(const VersionId& id);
   Result<VersionId> Resolve(const ModelRef& ref);
+  // A version's parents, in order (lineage), without loading the version.
+  Result<std::vector<VersionId>> Parents(const VersionId& id);
 
   Result<std::vector<ModelSummary>> ListModels();
   // Versions of `model`, newest first, without manifests.

@@ -1,5 +1,7 @@
 #include "registry/views.h"
 
+#include <cstdlib>
+
 #include "storage/open.h"
 
 namespace reel::registry {
@@ -76,6 +78,12 @@ nlohmann::json AliasEventJson(const AliasEvent& e) {
           {"to", OptionalVersion(e.to)},
           {"by", e.by},
           {"at", e.at}};
+}
+
+std::string RegistryUriOrDefault(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  const char* env = std::getenv("REEL_REGISTRY_URI");
+  return env != nullptr && *env != '\0' ? env : "reel-data/registry";
 }
 
 Result<std::unique_ptr<Registry>> OpenRegistry(const std::string& uri, const std::string& chunks,

@@ -20,6 +20,9 @@ nlohmann::json AliasEventJson(const AliasEvent& e);
 // weights in `chunks` (any store URI). http(s):// (a `reel registry serve`) is Unimplemented
 // until the HTTP client lands. Errors: InvalidArgument for a PostgreSQL registry without
 // `chunks`; the database's and store's.
+// `configured` when set, else $REEL_REGISTRY_URI, else "reel-data/registry".
+std::string RegistryUriOrDefault(const std::string& configured);
+
 Result<std::unique_ptr<Registry>> OpenRegistry(const std::string& uri, const std::string& chunks,
                                                RegistryOptions options = {});
 

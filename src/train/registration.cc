@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "dataset/layout.h"
+#include "registry/views.h"
 #include "storage/open.h"
 #include "train/train_config.h"
 
@@ -76,6 +77,45 @@ Result<nlohmann::json> ReadEval(const std::string& run_dir) {
 }
 
 }  // namespace
+
+Result<models::SafetensorsFile> ReadInitialWeights(const std::string& init,
+                                                   const RegistryConfig& config,
+                                                   std::optional<registry::VersionId>* parent) {
+  *parent = std::nullopt;
+  if (!registry::IsModelUri(init)) {
+    REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(init));
+    return models::ReadSafetensors(bytes, init);
+  }
+  REEL_ASSIGN_OR_RETURN(
+      auto reg, registry::OpenRegistry(registry::RegistryUriOrDefault(config.uri), config.chunks));
+  REEL_ASSIGN_OR_RETURN(registry::VersionInfo version, reg->Get(init));
+  REEL_ASSIGN_OR_RETURN(models::SafetensorsFile weights, reg->PullWeights(version));
+  *parent = version.id;
+  return weights;
+}
+
+Result<registry::VersionInfo> RegisterTrainedModel(
+    const TrainConfig& config, const CheckpointData& checkpoint, const nlohmann::json* eval,
+    const std::optional<registry::VersionId>& parent) {
+  const RegistryConfig& rc = config.registry;
+  REEL_ASSIGN_OR_RETURN(registry::NewVersion nv,
+                        VersionFromCheckpoint(checkpoint, eval, config.run_dir, rc.with_optimizer));
+  nv.model = rc.model;
+  nv.branch = rc.branch;
+  nv.message = "reel train " + config.run_dir;
+  if (parent) nv.parents.push_back(*parent);
+  nv.recipe["op"] = "train";
+  nv.reuse_identical_head = true;  // a rerun of a finished run reports again, registers nothing
+  if (!config.model_init.empty()) nv.recipe["init"] = config.model_init;
+  REEL_ASSIGN_OR_RETURN(auto reg,
+                        registry::OpenRegistry(registry::RegistryUriOrDefault(rc.uri), rc.chunks));
+  const registry::Actor who = registry::Actor::Local();
+  REEL_ASSIGN_OR_RETURN(registry::VersionInfo v, reg->Register(nv, who));
+  for (const std::string& alias : rc.aliases) {
+    REEL_RETURN_IF_ERROR(reg->SetAlias(v.id.model, alias, v.id.version, who));
+  }
+  return v;
+}
 
 nlohmann::json ArchitectureJson(const models::ModelSpec& spec) {
   return {{"name", spec.name},

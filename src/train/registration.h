@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -22,6 +23,7 @@
 #include "registry/registry.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
+#include "train/train_config.h"
 
 namespace reel::train {
 
@@ -37,6 +39,18 @@ Result<registry::NewVersion> VersionFromPath(const std::string& path,
 Result<registry::NewVersion> VersionFromCheckpoint(const CheckpointData& checkpoint,
                                                    const nlohmann::json* eval,
                                                    const std::string& origin, bool with_optimizer);
+
+// model.init's weights: a registry version (*parent set to it) or a .safetensors file.
+// Errors: the registry's and the file's.
+Result<models::SafetensorsFile> ReadInitialWeights(const std::string& init,
+                                                   const RegistryConfig& registry,
+                                                   std::optional<registry::VersionId>* parent);
+
+// A finished run's last checkpoint as a new version of registry.model on registry.branch, with
+// `parent` (model.init's version) as its lineage and registry.aliases pointed at it.
+Result<registry::VersionInfo> RegisterTrainedModel(
+    const TrainConfig& config, const CheckpointData& checkpoint, const nlohmann::json* eval,
+    const std::optional<registry::VersionId>& parent);
 
 nlohmann::json ArchitectureJson(const models::ModelSpec& spec);
 // An eval report as a version's metrics: everything but the per-video predictions.

@@ -15,6 +15,7 @@
 #include "dist/comm.h"
 #include "dist/reducer.h"
 #include "loader/loader.h"
+#include "registry/registry.h"
 #include "storage/object_store.h"
 #include "train/amp.h"
 #include "train/checkpoint.h"
@@ -40,6 +41,8 @@ class Run {
  private:
   Status Setup();
   Status Resume();
+  Status LoadInitialWeights();                // model.init, on a fresh run's rank 0
+  Status RegisterModel(TrainResult* result);  // registry.model, when the run finished
   Status SaveCheckpoint();
   Status EvaluateAndReport(bool final_eval);
   Result<loader::Batch> NextBatch();
@@ -87,6 +90,7 @@ class Run {
   int64_t resumed_from_ = -1;
   int64_t last_eval_epoch_ = -1;
   std::optional<EvalReport> last_eval_;
+  std::optional<registry::VersionId> init_version_;  // model.init's registry version
   LogWindow window_;
 };
 

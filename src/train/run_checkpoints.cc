@@ -5,6 +5,7 @@
 #include "base/logging.h"
 #include "models/state_dict.h"
 #include "train/optimizer.h"
+#include "train/registration.h"
 #include "train/run.h"
 #include "train/trainer_state.h"
 
@@ -67,11 +68,44 @@ Result<int64_t> Run::AgreeOnResumeStep() {
   return choice;
 }
 
+// The other ranks get these weights from rank 0 in StartReplicas.
+Status Run::LoadInitialWeights() {
+  REEL_ASSIGN_OR_RETURN(models::SafetensorsFile weights,
+                        ReadInitialWeights(c_.model_init, c_.registry, &init_version_));
+  Status loaded = models::LoadStateDict(*module_, weights);
+  if (!loaded.ok()) {
+    return FailedPreconditionError("model.init " + c_.model_init + " does not fit model '" +
+                                   c_.model.name + "': " + loaded.message());
+  }
+  WriteLine({{"event", "init"}, {"weights", c_.model_init}});
+  Logger("train")->info("starting from the weights of {}", c_.model_init);
+  return Status::Ok();
+}
+
+Status Run::RegisterModel(TrainResult* result) {
+  REEL_ASSIGN_OR_RETURN(CheckpointData last, checkpoints_->Load(step_));
+  const nlohmann::json eval =
+      last_eval_ ? nlohmann::json::parse(last_eval_->ToJson()) : nlohmann::json();
+  Result<registry::VersionInfo> v =
+      RegisterTrainedModel(c_, last, last_eval_ ? &eval : nullptr, init_version_);
+  if (!v.ok()) {
+    return Status(v.status().code(), "the run finished, but registering it as model '" +
+                                         c_.registry.model + "' failed (reel models register " +
+                                         c_.registry.model + " " + c_.run_dir +
+                                         " retries it): " + v.status().message());
+  }
+  result->registered = v->id.ToString();
+  WriteLine({{"event", "registered"}, {"version", result->registered}});
+  Logger("train")->info("registered {}", result->registered);
+  return Status::Ok();
+}
+
 Status Run::Resume() {
   REEL_ASSIGN_OR_RETURN(int64_t chosen, AgreeOnResumeStep());
   std::optional<int64_t> latest;
   if (chosen >= 0) latest = chosen;
   if (!o_.resume || !latest) {
+    if (leader() && !c_.model_init.empty()) REEL_RETURN_IF_ERROR(LoadInitialWeights());
     return loader_->Start({c_.seed, 0, 0});
   }
   auto loaded_cp = checkpoints_->Load(*latest);

@@ -199,12 +199,35 @@ Status ParseDist(const ConfigNode& node, DistConfig* d) {
   return Status::Ok();
 }
 
+Status ParseRegistry(const ConfigNode& node, RegistryConfig* r) {
+  REEL_RETURN_IF_ERROR(
+      node.CheckKeys({"uri", "chunks", "model", "branch", "aliases", "with_optimizer"}));
+  REEL_RETURN_IF_ERROR(ReadString(node, "uri", &r->uri));
+  REEL_RETURN_IF_ERROR(ReadString(node, "chunks", &r->chunks));
+  REEL_RETURN_IF_ERROR(ReadString(node, "model", &r->model));
+  REEL_RETURN_IF_ERROR(ReadString(node, "branch", &r->branch));
+  REEL_ASSIGN_OR_RETURN(r->with_optimizer, node.GetBool("with_optimizer", r->with_optimizer));
+  if (node.Has("aliases")) {
+    REEL_ASSIGN_OR_RETURN(ConfigNode aliases, node.Child("aliases"));
+    REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> items, aliases.Elements());
+    for (const ConfigNode& item : items) {
+      REEL_ASSIGN_OR_RETURN(std::string alias, item.AsString());
+      r->aliases.push_back(std::move(alias));
+    }
+  }
+  if (r->model.empty() && (node.Has("branch") || node.Has("aliases"))) {
+    return node.Error("registry.branch and registry.aliases need registry.model");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (!root.IsMap()) return root.Error("a training config is a map of sections");
-  REEL_RETURN_IF_ERROR(root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data",
-                                       "optimizer", "schedule", "train", "checkpoint", "dist"}));
+  REEL_RETURN_IF_ERROR(
+      root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data", "optimizer",
+                      "schedule", "train", "checkpoint", "dist", "registry"}));
   TrainConfig c;
   REEL_RETURN_IF_ERROR(ReadString(root, "run_dir", &c.run_dir));
   if (c.run_dir.empty()) return root.Child("run_dir").value().Error("must not be empty");
@@ -220,6 +243,7 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
 
   REEL_ASSIGN_OR_RETURN(ConfigNode model, root.Child("model"));
   REEL_ASSIGN_OR_RETURN(c.model, models::ModelSpecFromConfig(model));
+  REEL_RETURN_IF_ERROR(ReadString(model, "init", &c.model_init));
   REEL_ASSIGN_OR_RETURN(ConfigNode data, root.Child("data"));
   if (!data.IsMap()) return data.Error("expected a map of settings");
   REEL_RETURN_IF_ERROR(ParseData(data, &c.data));
@@ -259,6 +283,8 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
 
   REEL_ASSIGN_OR_RETURN(auto dist, Section(root, "dist"));
   if (dist) REEL_RETURN_IF_ERROR(ParseDist(*dist, &c.dist));
+  REEL_ASSIGN_OR_RETURN(auto registry, Section(root, "registry"));
+  if (registry) REEL_RETURN_IF_ERROR(ParseRegistry(*registry, &c.registry));
   return c;
 }
 

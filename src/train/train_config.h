@@ -106,6 +106,17 @@ struct DataConfig {
   int eval_clips = 1;
 };
 
+// Where a finished run registers its model (registry/registry.h): `registry.model` names it,
+// `registry.uri` is the registry (a folder or postgresql://; "" = $REEL_REGISTRY_URI, else
+// reel-data/registry), with `registry.chunks` for a PostgreSQL registry's weights.
+struct RegistryConfig {
+  std::string uri, chunks;
+  std::string model;  // "" = do not register
+  std::string branch = "main";
+  std::vector<std::string> aliases;  // pointed at the registered version
+  bool with_optimizer = false;
+};
+
 struct DistConfig {
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
@@ -123,6 +134,10 @@ struct TrainConfig {
   int threads = 0;
   std::string device = "auto";
   models::ModelSpec model;
+  // model.init: the weights to start from (a fine-tune): a registry URI (models:/NAME@ALIAS, ...;
+  // that version becomes the registered version's parent) or a .safetensors file. Only a fresh
+  // run reads it; a resumed one continues from its checkpoint.
+  std::string model_init;
   DataConfig data;
   OptimizerConfig optimizer;
   int64_t warmup_epochs = 0;  // one of warmup_epochs / warmup_steps is used
@@ -140,6 +155,7 @@ struct TrainConfig {
   int64_t checkpoint_every_steps = 100;
   int checkpoint_keep = 3;
   DistConfig dist;
+  RegistryConfig registry;
 
   // Loader options for the training split, for `rank` of `world_size`.
   loader::LoaderOptions TrainLoaderOptions(int world_size = 1, int rank = 0) const;

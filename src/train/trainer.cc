@@ -335,6 +335,7 @@ Result<TrainResult> Run::Finish(Clock::time_point start) {
   if (result.finished) {
     REEL_RETURN_IF_ERROR(EvaluateAndReport(true));
     result.eval = last_eval_;
+    if (leader() && !c_.registry.model.empty()) REEL_RETURN_IF_ERROR(RegisterModel(&result));
   }
   result.steps = step_;
   result.resumed_from = resumed_from_;

@@ -75,6 +75,7 @@ struct TrainResult {
   double seconds = 0;
   bool finished = false;           // reached the run's end (not stopped early)
   std::optional<EvalReport> eval;  // the final evaluation, when finished
+  std::string registered;          // the registered version's URI (registry.model), or ""
 };
 
 Result<TrainResult> RunTraining(const TrainConfig& config, const TrainOptions& options = {});
