@@ -85,6 +85,9 @@ check "and names what refers to it" grep -q "alias production" "$WORK/err"
 check "rm --force" "$REEL" models rm models:/clf/3 --force
 check "the branch stepped back" bash -c "'$REEL' models branch ls clf | grep -Eq '^exp +1 '"
 
+# A registry given as a relative folder (the default is ./reel-data/registry).
+check "a relative registry folder" bash -c "cd '$WORK' && '$REEL' models register rel '$CKPT' --registry rel-registry > /dev/null && test -f rel-registry/registry.db"
+
 # Bad input: clear errors, exit codes, and nothing registered.
 before=$("$REEL" models ls clf --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")
 head -c 1000 "$WORK/tuned.safetensors" > "$WORK/truncated.safetensors"

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <utility>
 
 #include "base/hash.h"
@@ -218,9 +219,11 @@ Result<std::unique_ptr<Registry>> Registry::Open(std::unique_ptr<db::Database> d
 Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
                                                  RegistryOptions options) {
   if (location.empty()) return InvalidArgumentError("registry: empty location");
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db,
-                        db::OpenSqlite(location + "/registry.db"));
-  REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(location));
+  std::error_code ec;
+  const std::string folder = std::filesystem::absolute(location, ec).lexically_normal().string();
+  if (ec) return InvalidArgumentError("registry " + location + ": " + ec.message());
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::OpenSqlite(folder + "/registry.db"));
+  REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(folder));
   return Open(std::move(db), std::move(store), "weights/", std::move(options));
 }
 
