@@ -7,6 +7,7 @@
 // one closes after the answer in flight.
 #include "http/server.h"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +27,7 @@
 
 #include "base/check.h"
 #include "base/logging.h"
+#include "base/sync_point.h"
 
 namespace reel::http {
 namespace {
@@ -44,6 +46,8 @@ using BeastResponse = bhttp::response<bhttp::string_body>;
 // receive buffer).
 constexpr std::chrono::seconds kLingerTime(2);
 constexpr size_t kReadChunk = 16 << 10;
+// How often a Shutdown past its deadline says again which handlers it still waits for.
+constexpr std::chrono::seconds kStuckReport(10);
 
 std::string Str(beast::string_view s) { return std::string(s.data(), s.size()); }
 
@@ -115,9 +119,16 @@ struct Shared {
   std::atomic<uint64_t> requests{0};
   std::atomic<bool> draining{false};
   std::mutex mu;
-  std::condition_variable changed;                      // a session ended
+  std::condition_variable changed;                      // a session or a handler ended
   std::map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
   uint64_t next_id = 0;                                 // guarded by mu
+  // Requests in the auth hook or a handler, by session id, which nothing can interrupt: a
+  // Shutdown past its deadline waits for them and names them, rather than hang without a word.
+  struct Running {
+    std::string what;
+    Clock::time_point since;
+  };
+  std::map<uint64_t, Running> running;  // guarded by mu
 
   std::vector<std::shared_ptr<Session>> LiveSessions() {
     std::lock_guard<std::mutex> lock(mu);
@@ -169,6 +180,7 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
+    REEL_SYNC_POINT("Server::Session:Closed");
   }
 
  private:
@@ -257,12 +269,31 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool head = message.method() == bhttp::verb::head;
     Request request = ToRequest(std::move(message), peer_);
     const auto start = Clock::now();
-    Response response = Handle(&request);
+    Response response = HandleTracked(&request, start);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     Logger("http")->debug("{} {} {} -> {} ({:.1f} ms)", peer_, request.method, request.target,
                           response.status, ms);
     const bool close = beast::iequals(response.Header("Connection"), "close");
     Write(ToBeast(std::move(response), keep_alive && !close && !shared_->draining, head));
+  }
+
+  // Handle, listed in shared_->running while it runs (also if it throws, which Handle only does
+  // when even building the 500 fails).
+  Response HandleTracked(Request* request, Clock::time_point start) {
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->running[id_] = {request->method + " " + request->target + " from " + peer_, start};
+    }
+    struct Untrack {
+      Shared* shared;
+      uint64_t id;
+      ~Untrack() {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        shared->running.erase(id);
+        shared->changed.notify_all();
+      }
+    } untrack{shared_.get(), id_};
+    return Handle(request);
   }
 
   Response Handle(Request* request) {
@@ -328,11 +359,36 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point read_deadline_;
 };
 
+// Past Shutdown's deadline only handlers still running keep the io threads from returning. They
+// cannot be interrupted, and returning while one runs would free the router and the io context
+// under it (and let the caller free what it uses), so Shutdown waits for them, but logs which
+// ones, again every kStuckReport, instead of hanging silently.
+void AwaitHandlers(Shared& shared, const std::string& address) {
+  std::unique_lock<std::mutex> lock(shared.mu);
+  auto none = [&] { return shared.running.empty(); };
+  if (none()) return;
+  do {
+    const auto now = Clock::now();
+    for (const auto& [id, running] : shared.running) {
+      const auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - running.since).count();
+      Logger("http")->warn(
+          "http server {}: Shutdown waits for a handler, which cannot be interrupted: {} "
+          "(running for {} ms)",
+          address, running.what, ms);
+    }
+    lock.unlock();
+    REEL_SYNC_POINT("Server::Shutdown:AwaitingHandlers");
+    lock.lock();
+  } while (!shared.changed.wait_for(lock, kStuckReport, none));
+}
+
 }  // namespace
 
 struct Server::Impl {
   explicit Impl(std::shared_ptr<Shared> s)
       : io(s->options.threads),
+        work(asio::make_work_guard(io)),
         acceptor(asio::make_strand(io)),
         retry(acceptor.get_executor()),
         shared(std::move(s)) {}
@@ -342,6 +398,11 @@ struct Server::Impl {
   void OnAccept(const beast::error_code& ec, tcp::socket socket);
 
   asio::io_context io;  // first, so that it is destroyed last
+  // Keeps the io threads in run() until Shutdown stops them. Without it run() returns as soon as
+  // nothing is pending, which happens in Shutdown once the acceptor is closed and the last
+  // connection's peer has closed it: what Shutdown posts next (a drain) would then never run,
+  // and the connection it holds would count as busy until the deadline.
+  asio::executor_work_guard<asio::io_context::executor_type> work;
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // after a failed accept (out of descriptors)
   std::shared_ptr<Shared> shared;
@@ -475,22 +536,38 @@ void Server::Shutdown(std::chrono::milliseconds deadline) {
     beast::error_code ignored;
     s.acceptor.close(ignored);
     s.retry.cancel();
+    REEL_SYNC_POINT("Server::Shutdown:AcceptorClosed");
   });
-  for (const auto& session : shared.LiveSessions()) session->DrainIfIdle();
+  {
+    // Scoped: holding the sessions past their drain would keep them from ending.
+    const std::vector<std::shared_ptr<Session>> live = shared.LiveSessions();
+    REEL_SYNC_POINT("Server::Shutdown:DrainingIdle");
+    for (const auto& session : live) session->DrainIfIdle();
+  }
+  bool late = false;
   {
     std::unique_lock<std::mutex> lock(shared.mu);
     if (!shared.changed.wait_until(lock, until, [&] { return shared.sessions.empty(); })) {
+      late = true;
       Logger("http")->warn("http server {}: {} connections still busy after {} ms; closing them",
                            s.address, shared.sessions.size(), deadline.count());
     }
   }
-  s.io.stop();
-  for (std::thread& thread : s.threads) thread.join();  // waits for handlers still running
+  if (late) REEL_SYNC_POINT("Server::Shutdown:PastDeadline");
+  s.io.stop();  // each io thread returns as soon as the handler it runs (if any) does
+  if (late) AwaitHandlers(shared, s.address);
+  for (std::thread& thread : s.threads) thread.join();
   s.threads.clear();
   // No io thread runs now: what is left is closed from here.
   beast::error_code ignored;
   s.acceptor.close(ignored);
   for (const auto& session : shared.LiveSessions()) session->CloseNow();
+  {
+    // Closed now, though their objects live until the io context drops the handlers they still
+    // had pending: stats() must not count them as open.
+    std::lock_guard<std::mutex> lock(shared.mu);
+    shared.sessions.clear();
+  }
   Logger("http")->info("http server {} stopped", s.address);
 }
 

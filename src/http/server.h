@@ -73,7 +73,8 @@ class Server {
   // Graceful stop: stops accepting, closes idle keep-alive connections, lets requests in flight
   // finish and answers them with `Connection: close`, then joins the io threads. Connections
   // still busy at `deadline` are closed; a handler still running is not interrupted (it cannot
-  // be), so one that never returns keeps Shutdown waiting for it. Never call it from a handler.
+  // be), so one that never returns keeps Shutdown waiting for it (it logs which handlers it waits
+  // for, every 10 s). Never call it from a handler.
   void Shutdown(std::chrono::milliseconds deadline = std::chrono::seconds(10));
 
  private:
