@@ -3,7 +3,8 @@
 # one directory. It listens on a Unix socket in DIR only (no TCP port, so nothing to collide
 # with and no traffic off the machine) and trusts local connections as the superuser `reel`.
 #
-#   scripts/postgres-server.sh start DIR   create DIR (absent or empty), initdb, start, wait until
+#   scripts/postgres-server.sh start DIR   create DIR (absent or empty; the postgres user must be
+#                                          able to reach it when run as root), initdb, start, wait until
 #                                          it answers, write DIR/env, print the conninfo
 #   scripts/postgres-server.sh stop DIR    stop the server of DIR and remove DIR (idempotent)
 #
