@@ -3,7 +3,6 @@
 #include "db/database.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "db/testing/test_database.h"
+#include "testing/processes.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -126,39 +126,28 @@ TEST_P(DatabaseTest, ConcurrentWritersFromSeveralProcessesLoseNothing) {
   ASSERT_OK(Migrate(*db_, "test", kSchema));
   constexpr int kProcs = 4, kEach = 25;
   const std::string uri = Uri();
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcs; ++p) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto db = Open(uri);
-      if (!db.ok()) _exit(10);
-      Database& d = **db;
-      for (int i = 0; i < kEach; ++i) {
-        Status s = d.Transact([&]() -> Status {
-          REEL_ASSIGN_OR_RETURN(auto rows, d.Query("SELECT value FROM counter WHERE id = 1"));
-          const int64_t next = rows.at(0).Int(0) + 1;
-          REEL_RETURN_IF_ERROR(
-              d.Exec("UPDATE counter SET value = ? WHERE id = 1", {next}).status());
-          return d
-              .Exec("INSERT INTO item (name, n) VALUES (?, ?)",
-                    {std::to_string(p) + "-" + std::to_string(i), next})
-              .status();
-        });
-        if (!s.ok()) {
-          std::fprintf(stderr, "child %d: %s\n", p, s.ToString().c_str());
-          _exit(11);
-        }
+  const int failed = reel::testing::FailedChildren(kProcs, [&](int p) {
+    auto db = Open(uri);
+    if (!db.ok()) return 10;
+    Database& d = **db;
+    for (int i = 0; i < kEach; ++i) {
+      Status s = d.Transact([&]() -> Status {
+        REEL_ASSIGN_OR_RETURN(auto rows, d.Query("SELECT value FROM counter WHERE id = 1"));
+        const int64_t next = rows.at(0).Int(0) + 1;
+        REEL_RETURN_IF_ERROR(d.Exec("UPDATE counter SET value = ? WHERE id = 1", {next}).status());
+        return d
+            .Exec("INSERT INTO item (name, n) VALUES (?, ?)",
+                  {std::to_string(p) + "-" + std::to_string(i), next})
+            .status();
+      });
+      if (!s.ok()) {
+        std::fprintf(stderr, "child %d: %s\n", p, s.ToString().c_str());
+        return 11;
       }
-      _exit(0);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+    return 0;
+  });
+  EXPECT_EQ(failed, 0);
   ASSERT_OK_AND_ASSIGN(auto rows, db_->Query("SELECT value FROM counter"));
   EXPECT_EQ(rows[0].Int(0), kProcs * kEach);
   ASSERT_OK_AND_ASSIGN(auto items, db_->Query("SELECT COUNT(DISTINCT n) FROM item"));

@@ -3,7 +3,6 @@
 #include "registry/registry.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <memory>
@@ -13,6 +12,7 @@
 #include "db/testing/test_database.h"
 #include "registry/registry_test_util.h"
 #include "storage/local_store.h"
+#include "testing/processes.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -303,32 +303,22 @@ TEST_P(RegistryTest, ConcurrentRegistrationsFromSeveralProcesses) {
   reel::testing::TempDir weights;
   const std::string uri = database_->Uri(), dir = weights.path();
   constexpr int kProcs = 3, kEach = 3;
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcs; ++p) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto db = db::Open(uri);
-      auto store = storage::LocalStore::Open(dir);
-      if (!db.ok() || !store.ok()) _exit(10);
-      auto registry = Registry::Open(std::move(db).value(), std::move(store).value(), "");
-      if (!registry.ok()) _exit(11);
-      for (int i = 0; i < kEach; ++i) {
-        Result<VersionInfo> v = (*registry)->Register(Version("clf", 10 * p + i), kAda);
-        if (!v.ok()) {
-          std::fprintf(stderr, "child %d: %s\n", p, v.status().ToString().c_str());
-          _exit(12);
-        }
+  const int failed = reel::testing::FailedChildren(kProcs, [&](int p) {
+    auto db = db::Open(uri);
+    auto store = storage::LocalStore::Open(dir);
+    if (!db.ok() || !store.ok()) return 10;
+    auto registry = Registry::Open(std::move(db).value(), std::move(store).value(), "");
+    if (!registry.ok()) return 11;
+    for (int i = 0; i < kEach; ++i) {
+      Result<VersionInfo> v = (*registry)->Register(Version("clf", 10 * p + i), kAda);
+      if (!v.ok()) {
+        std::fprintf(stderr, "child %d: %s\n", p, v.status().ToString().c_str());
+        return 12;
       }
-      _exit(0);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+    return 0;
+  });
+  EXPECT_EQ(failed, 0);
   ASSERT_OK_AND_ASSIGN(auto versions, registry_->ListVersions("clf"));
   std::set<std::string> messages;
   for (const VersionInfo& v : versions) messages.insert(v.message);
