@@ -93,10 +93,12 @@ class [[nodiscard]] Result {
   }
 
   bool ok() const { return std::holds_alternative<T>(state_); }
-  const Status& status() const {
+  const Status& status() const& {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(state_);
   }
+  // By value on a temporary, so `const auto& s = F().status();` holds no dangling reference.
+  Status status() && { return ok() ? Status() : std::get<Status>(std::move(state_)); }
 
   T& value() & {
     REEL_CHECK(ok()) << "value() of an error Result: " << std::get<Status>(state_).ToString();
