@@ -12,8 +12,9 @@ void RegisterStorage(CLI::App& app, int* exit_code);
 void RegisterSmoke(CLI::App& app, int* exit_code);
 void RegisterIngest(CLI::App& app, int* exit_code);
 void RegisterDatagen(CLI::App& app, int* exit_code);
-void RegisterTrain(CLI::App& app, int* exit_code);   // reel train and reel eval
-void RegisterModels(CLI::App& app, int* exit_code);  // reel models ...
+void RegisterTrain(CLI::App& app, int* exit_code);     // reel train and reel eval
+void RegisterModels(CLI::App& app, int* exit_code);    // reel models ...
+void RegisterRegistry(CLI::App& app, int* exit_code);  // reel registry serve|user|grant
 
 // The exit code for a failed command: 2 not found, 3 invalid input, 4 permission denied,
 // 5 unavailable, 6 failed precondition, 1 anything else.

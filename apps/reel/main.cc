@@ -1,4 +1,5 @@
-// reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models).
+// reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models,
+// registry).
 // Subcommands live one per file; `reel --help` lists exactly these.
 #include <CLI/CLI.hpp>
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterIngest(app, &exit_code);
   reel::cli::RegisterTrain(app, &exit_code);
   reel::cli::RegisterModels(app, &exit_code);
+  reel::cli::RegisterRegistry(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

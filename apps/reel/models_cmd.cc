@@ -1,4 +1,4 @@
-// reel models register|ls|show|log|diff|merge|rebase|tag|alias|branch|export|rm — the model
+// reel models register|ls|show|log|diff|merge|rebase|tag|alias|branch|export|rm|gc — the model
 // registry from the command line, like `git` for model versions. The registry is --registry URI,
 // else $REEL_REGISTRY_URI, else ./reel-data/registry (a folder: embedded SQLite and the weights).
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "apps/reel/commands.h"
 #include "apps/reel/models_print.h"
 #include "base/build_info.h"
+#include "base/progress.h"
 #include "registry/diff.h"
 #include "registry/merge.h"
 #include "registry/registry.h"
@@ -37,7 +38,8 @@ struct Flags {
   std::vector<std::string> uris;  // diff's two
   std::string alias, target, from, dir;
   int64_t version = 0;
-  bool protect = false, unprotect = false, force = false;
+  bool protect = false, unprotect = false, force = false, dry_run = false;
+  double grace_s = 3600;
   std::vector<std::string> remove_tags;
   // merge and rebase
   std::string strategy = "none", into, onto, old_base;
@@ -343,6 +345,29 @@ int RunRemove(const Flags& f) {
   return 0;
 }
 
+int RunGc(const Flags& f) {
+  auto reg = Open(f);
+  if (!reg.ok()) return Fail(reg.status());
+  registry::GcOptions options;
+  options.grace_ms = static_cast<int64_t>(f.grace_s * 1000);
+  options.dry_run = f.dry_run;
+  Result<registry::GcStats> stats = (*reg)->CollectGarbage(options, Actor::Local());
+  if (!stats.ok()) return Fail(stats.status());
+  if (f.json) {
+    return PrintJson({{"chunks_live", stats->chunks_live},
+                      {"chunks_removed", stats->chunks_removed},
+                      {"chunks_young", stats->chunks_young},
+                      {"bytes_removed", stats->bytes_removed},
+                      {"dry_run", f.dry_run}});
+  }
+  std::printf("%s %lld unreferenced chunks (%s); kept %lld live and %lld younger than %.0f s\n",
+              f.dry_run ? "would remove" : "removed", static_cast<long long>(stats->chunks_removed),
+              Progress::FormatBytes(static_cast<double>(stats->bytes_removed)).c_str(),
+              static_cast<long long>(stats->chunks_live),
+              static_cast<long long>(stats->chunks_young), f.grace_s);
+  return 0;
+}
+
 void AddRegister(CLI::App* models, Flags* f, int* exit_code) {
   CLI::App* c =
       models->add_subcommand("register", "register a run, checkpoint or safetensors file");
@@ -446,6 +471,13 @@ void AddChanges(CLI::App* models, Flags* f, int* exit_code) {
   rm->add_option("uri", f->uri)->required();
   rm->add_flag("--force", f->force, "even when aliases, branches or children refer to it");
   rm->callback([f, exit_code] { *exit_code = RunRemove(*f); });
+  CLI::App* gc = models->add_subcommand("gc", "remove weight chunks no version needs");
+  gc->add_option("--grace", f->grace_s,
+                 "keep unreferenced chunks younger than this many seconds: a push may still be "
+                 "writing them (default 3600)")
+      ->check(CLI::NonNegativeNumber);
+  gc->add_flag("--dry-run", f->dry_run, "count what would go, remove nothing");
+  gc->callback([f, exit_code] { *exit_code = RunGc(*f); });
 }
 
 }  // namespace
@@ -458,7 +490,10 @@ void RegisterModels(CLI::App& app, int* exit_code) {
   // `reel models ls --json` as well as `reel models --json ls`: the subcommands (which inherit
   // this) pass the options they do not know up to here.
   models->fallthrough();
-  models->add_option("--registry", flags.registry, "folder, or postgresql://... (with --chunks)")
+  models
+      ->add_option("--registry", flags.registry,
+                   "folder, postgresql://... (with --chunks), or http://host:port of a "
+                   "`reel registry serve` (token in $REEL_REGISTRY_TOKEN)")
       ->envname("REEL_REGISTRY_URI");
   models->add_option("--chunks", flags.chunks, "store URI of the weights of a PostgreSQL registry")
       ->envname("REEL_REGISTRY_CHUNKS");

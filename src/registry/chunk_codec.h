@@ -41,6 +41,8 @@ struct DeltaBase {
   int depth = 0;
 };
 inline constexpr int kMaxChunkDepth = 65535;
+// The longest header (a delta's): a read of this many bytes is enough for ReadChunkHeader.
+inline constexpr size_t kMaxChunkHeaderBytes = 48;
 
 struct ChunkEncodeOptions {
   int zstd_level = 1;

@@ -13,6 +13,7 @@
 
 #include "base/hash.h"
 #include "base/json.h"
+#include "base/sync_point.h"
 #include "registry/registry_impl.h"
 #include "storage/local_store.h"
 
@@ -93,11 +94,15 @@ Actor Actor::Local() {
   return Actor{user != nullptr && *user != '\0' ? user : "unknown", true};
 }
 
-std::string Registry::Impl::Now() const {
-  const int64_t ms = options_.now_ms ? options_.now_ms()
-                                     : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::system_clock::now().time_since_epoch())
-                                           .count();
+int64_t LocalRegistry::Impl::NowMs() const {
+  return options_.now_ms ? options_.now_ms()
+                         : std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+}
+
+std::string LocalRegistry::Impl::Now() const {
+  const int64_t ms = NowMs();
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
@@ -107,7 +112,7 @@ std::string Registry::Impl::Now() const {
   return buf;
 }
 
-Status Registry::Impl::RequireModel(const std::string& model) {
+Status LocalRegistry::Impl::RequireModel(const std::string& model) {
   REEL_RETURN_IF_ERROR(CheckName(model, "model name"));
   REEL_ASSIGN_OR_RETURN(auto rows,
                         db_->Query("SELECT 1 FROM registry_models WHERE name = ?", {model}));
@@ -115,7 +120,7 @@ Status Registry::Impl::RequireModel(const std::string& model) {
   return Status::Ok();
 }
 
-Status Registry::Impl::RequireVersion(const VersionId& id) {
+Status LocalRegistry::Impl::RequireVersion(const VersionId& id) {
   REEL_RETURN_IF_ERROR(RequireModel(id.model));
   REEL_ASSIGN_OR_RETURN(
       auto rows, db_->Query("SELECT 1 FROM registry_versions WHERE model = ? AND version = ?",
@@ -125,7 +130,8 @@ Status Registry::Impl::RequireVersion(const VersionId& id) {
   return Status::Ok();
 }
 
-Result<int64_t> Registry::Impl::BranchHead(const std::string& model, const std::string& branch) {
+Result<int64_t> LocalRegistry::Impl::BranchHead(const std::string& model,
+                                                const std::string& branch) {
   REEL_RETURN_IF_ERROR(CheckName(branch, "branch"));
   REEL_ASSIGN_OR_RETURN(
       auto rows, db_->Query("SELECT head FROM registry_branches WHERE model = ? AND name = ?",
@@ -134,7 +140,7 @@ Result<int64_t> Registry::Impl::BranchHead(const std::string& model, const std::
   return rows[0].Int(0);
 }
 
-Result<VersionInfo> Registry::Impl::LoadVersion(const VersionId& id, bool manifests) {
+Result<VersionInfo> LocalRegistry::Impl::LoadVersion(const VersionId& id, bool manifests) {
   REEL_RETURN_IF_ERROR(RequireVersion(id));
   const std::string cols = std::string(kVersionColumns) + ", weights, optimizer";
   REEL_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT " + cols +
@@ -160,9 +166,9 @@ Result<VersionInfo> Registry::Impl::LoadVersion(const VersionId& id, bool manife
   return v;
 }
 
-Status Registry::Impl::MoveBranch(const std::string& model, const std::string& branch,
-                                  int64_t version, const std::string& action,
-                                  const std::string& by) {
+Status LocalRegistry::Impl::MoveBranch(const std::string& model, const std::string& branch,
+                                       int64_t version, const std::string& action,
+                                       const std::string& by) {
   const std::string at = Now();
   REEL_ASSIGN_OR_RETURN(
       int64_t changed,
@@ -186,9 +192,9 @@ Status Registry::Impl::MoveBranch(const std::string& model, const std::string& b
       .status();
 }
 
-Status Registry::Impl::LogAlias(const std::string& model, const std::string& alias,
-                                std::optional<int64_t> from, std::optional<int64_t> to,
-                                const std::string& by) {
+Status LocalRegistry::Impl::LogAlias(const std::string& model, const std::string& alias,
+                                     std::optional<int64_t> from, std::optional<int64_t> to,
+                                     const std::string& by) {
   auto value = [](std::optional<int64_t> v) -> db::Value {
     if (v) return *v;
     return std::monostate{};
@@ -204,57 +210,113 @@ Status Registry::Impl::LogAlias(const std::string& model, const std::string& ali
       .status();
 }
 
-Registry::Registry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Registry::~Registry() = default;
+LocalRegistry::LocalRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LocalRegistry::~LocalRegistry() = default;
 
 Result<std::unique_ptr<Registry>> Registry::Open(std::unique_ptr<db::Database> db,
                                                  std::shared_ptr<storage::ObjectStore> chunks,
                                                  std::string prefix, RegistryOptions options) {
   REEL_RETURN_IF_ERROR(db::Migrate(*db, "registry", RegistryMigrations()));
   WeightStore weights(std::move(chunks), std::move(prefix), options.weights);
-  return std::unique_ptr<Registry>(
-      new Registry(std::make_unique<Impl>(std::move(db), std::move(weights), std::move(options))));
+  return std::unique_ptr<Registry>(new LocalRegistry(std::make_unique<LocalRegistry::Impl>(
+      std::move(db), std::move(weights), std::move(options))));
+}
+
+namespace {
+
+// A folder registry's absolute, normal path.
+Result<std::string> RegistryFolder(const std::string& location) {
+  if (location.empty()) return InvalidArgumentError("registry: empty location");
+  std::error_code ec;
+  std::string folder = std::filesystem::absolute(location, ec).lexically_normal().string();
+  if (ec) return InvalidArgumentError("registry " + location + ": " + ec.message());
+  return folder;
+}
+
+bool IsPostgresUri(const std::string& uri) {
+  return uri.rfind("postgresql://", 0) == 0 || uri.rfind("postgres://", 0) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<db::Database>> OpenRegistryDatabase(const std::string& uri) {
+  std::unique_ptr<db::Database> db;
+  if (IsPostgresUri(uri)) {
+    REEL_ASSIGN_OR_RETURN(db, db::Open(uri));
+  } else {
+    REEL_ASSIGN_OR_RETURN(std::string folder, RegistryFolder(uri));
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) return ErrnoToStatus(ec.value(), "registry " + folder);
+    REEL_ASSIGN_OR_RETURN(db, db::OpenSqlite(folder + "/registry.db"));
+  }
+  REEL_RETURN_IF_ERROR(db::Migrate(*db, "registry", RegistryMigrations()));
+  return db;
 }
 
 Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
                                                  RegistryOptions options) {
-  if (location.empty()) return InvalidArgumentError("registry: empty location");
-  std::error_code ec;
-  const std::string folder = std::filesystem::absolute(location, ec).lexically_normal().string();
-  if (ec) return InvalidArgumentError("registry " + location + ": " + ec.message());
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::OpenSqlite(folder + "/registry.db"));
+  REEL_ASSIGN_OR_RETURN(std::string folder, RegistryFolder(location));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, OpenRegistryDatabase(folder));
   REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(folder));
   return Open(std::move(db), std::move(store), "weights/", std::move(options));
 }
 
-Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, PushStats* stats,
-                                       bool* reused) {
+Result<std::optional<VersionInfo>> LocalRegistry::Impl::DeltaBase(const NewVersion& nv) {
+  for (const VersionId& p : nv.parents) REEL_RETURN_IF_ERROR(RequireVersion(p));
+  std::optional<VersionInfo> base;
+  if (!nv.parents.empty()) {
+    REEL_ASSIGN_OR_RETURN(base, LoadVersion(nv.parents[0], true));
+  } else if (Result<int64_t> head = BranchHead(nv.model, nv.branch); head.ok()) {
+    REEL_ASSIGN_OR_RETURN(base, LoadVersion({nv.model, *head}, true));
+  }
+  return base;
+}
+
+Result<VersionInfo> LocalRegistry::Register(const NewVersion& nv, const Actor& who,
+                                            PushStats* stats, bool* reused) {
   REEL_RETURN_IF_ERROR(CheckNewVersion(nv));
   Impl& im = *impl_;
-  // The delta base: the first parent, else the branch head (successive versions of one run).
-  std::optional<VersionInfo> base;
-  for (const VersionId& p : nv.parents) REEL_RETURN_IF_ERROR(im.RequireVersion(p));
-  if (!nv.parents.empty()) {
-    REEL_ASSIGN_OR_RETURN(base, im.LoadVersion(nv.parents[0], true));
-  } else if (Result<int64_t> head = im.BranchHead(nv.model, nv.branch); head.ok()) {
-    REEL_ASSIGN_OR_RETURN(base, im.LoadVersion({nv.model, *head}, true));
+  REEL_ASSIGN_OR_RETURN(std::optional<VersionInfo> base, im.DeltaBase(nv));
+  // A push reuses chunks already stored; a garbage collection running meanwhile may remove one
+  // that no version referenced yet. The commit then sees the collector's generation moved and
+  // the push runs again, storing what went missing (registry_gc.cc).
+  for (int attempt = 1;; ++attempt) {
+    REEL_ASSIGN_OR_RETURN(GcTicket ticket, im.GcTicketForPush(attempt));
+    PushedWeights push;
+    REEL_ASSIGN_OR_RETURN(
+        push.weights, im.weights().Push(nv.weights, base ? &base->weights : nullptr, &push.stats));
+    if (nv.optimizer) {
+      const WeightManifest* opt_base = base && base->optimizer ? &*base->optimizer : nullptr;
+      REEL_ASSIGN_OR_RETURN(push.optimizer,
+                            im.weights().Push(*nv.optimizer, opt_base, &push.stats));
+    }
+    REEL_SYNC_POINT("Registry::Register:Pushed");
+    bool raced = false;
+    REEL_ASSIGN_OR_RETURN(int64_t number, im.Commit(nv, who, push, ticket, &raced, reused));
+    if (raced) continue;
+    if (stats != nullptr) *stats = push.stats;
+    return im.LoadVersion({nv.model, number}, true);
   }
-  PushStats push;
-  REEL_ASSIGN_OR_RETURN(WeightManifest weights,
-                        im.weights().Push(nv.weights, base ? &base->weights : nullptr, &push));
-  std::optional<WeightManifest> optimizer;
-  if (nv.optimizer) {
-    const WeightManifest* opt_base = base && base->optimizer ? &*base->optimizer : nullptr;
-    REEL_ASSIGN_OR_RETURN(optimizer, im.weights().Push(*nv.optimizer, opt_base, &push));
-  }
-  if (stats != nullptr) *stats = push;
-  // Nothing is visible until this transaction commits.
+}
+
+// Adds the version in one transaction: nothing is visible until it commits. *raced: a garbage
+// collection ran during the push, nothing was written, and the push must run again.
+Result<int64_t> LocalRegistry::Impl::Commit(const NewVersion& nv, const Actor& who,
+                                            const PushedWeights& pushed, const GcTicket& ticket,
+                                            bool* raced, bool* reused) {
+  const WeightManifest& weights = pushed.weights;
+  const std::optional<WeightManifest>& optimizer = pushed.optimizer;
+  const PushStats& push = pushed.stats;
+  Impl& im = *this;
   int64_t number = 0;
   const std::string now = im.Now();
   const std::string weights_id = WeightsId(weights);
   REEL_RETURN_IF_ERROR(im.db().Transact([&]() -> Status {
     db::Database& d = im.db();
     if (reused != nullptr) *reused = false;
+    REEL_ASSIGN_OR_RETURN(*raced, im.GcMovedSince(ticket));
+    if (*raced) return Status::Ok();
     if (nv.reuse_identical_head) {
       REEL_ASSIGN_OR_RETURN(number, SameHead(d, nv, weights_id));
       if (reused != nullptr) *reused = number != 0;
@@ -305,10 +367,10 @@ Result<VersionInfo> Registry::Register(const NewVersion& nv, const Actor& who, P
                                    : "register";
     return im.MoveBranch(nv.model, nv.branch, number, action, who.name);
   }));
-  return im.LoadVersion({nv.model, number}, true);
+  return number;
 }
 
-Result<VersionId> Registry::Resolve(const ModelRef& ref) {
+Result<VersionId> LocalRegistry::Resolve(const ModelRef& ref) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(im.RequireModel(ref.model));
   switch (ref.kind) {
@@ -337,9 +399,9 @@ Result<VersionInfo> Registry::Get(const std::string& uri) {
   return Get(id);
 }
 
-Result<VersionInfo> Registry::Get(const VersionId& id) { return impl_->LoadVersion(id, true); }
+Result<VersionInfo> LocalRegistry::Get(const VersionId& id) { return impl_->LoadVersion(id, true); }
 
-Result<std::vector<VersionId>> Registry::Parents(const VersionId& id) {
+Result<std::vector<VersionId>> LocalRegistry::Parents(const VersionId& id) {
   REEL_RETURN_IF_ERROR(impl_->RequireVersion(id));
   REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT parent_model, parent_version FROM "
                                                      "registry_parents WHERE model = ? AND "
@@ -351,7 +413,7 @@ Result<std::vector<VersionId>> Registry::Parents(const VersionId& id) {
   return out;
 }
 
-Result<std::vector<ModelSummary>> Registry::ListModels() {
+Result<std::vector<ModelSummary>> LocalRegistry::ListModels() {
   REEL_ASSIGN_OR_RETURN(
       auto rows,
       impl_->db().Query("SELECT m.name, m.created_at, m.created_by, COUNT(v.version), "
@@ -366,7 +428,7 @@ Result<std::vector<ModelSummary>> Registry::ListModels() {
   return out;
 }
 
-Result<std::vector<VersionInfo>> Registry::ListVersions(const std::string& model) {
+Result<std::vector<VersionInfo>> LocalRegistry::ListVersions(const std::string& model) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(im.RequireModel(model));
   REEL_ASSIGN_OR_RETURN(auto rows, im.db().Query("SELECT " + std::string(kVersionColumns) +
@@ -400,11 +462,11 @@ Result<std::vector<VersionInfo>> Registry::ListVersions(const std::string& model
   return out;
 }
 
-Result<models::SafetensorsFile> Registry::PullWeights(const VersionInfo& version) {
+Result<models::SafetensorsFile> LocalRegistry::PullWeights(const VersionInfo& version) {
   return impl_->weights().Pull(version.weights);
 }
 
-Result<models::SafetensorsFile> Registry::PullOptimizer(const VersionInfo& version) {
+Result<models::SafetensorsFile> LocalRegistry::PullOptimizer(const VersionInfo& version) {
   if (!version.optimizer) {
     return NotFoundError(version.id.ToString() + " was registered without optimiser state");
   }

@@ -130,6 +130,23 @@ struct RegistryOptions {
   std::function<int64_t()> now_ms;  // wall clock in Unix ms; the system clock when empty
 };
 
+// What the mark-and-sweep collector did (CollectGarbage).
+struct GcStats {
+  int64_t chunks_live = 0;     // chunks some version needs, its delta bases included
+  int64_t chunks_removed = 0;  // unreferenced chunks old enough to remove
+  int64_t chunks_young = 0;    // unreferenced but newer than the grace period: kept
+  uint64_t bytes_removed = 0;
+};
+
+struct GcOptions {
+  // An unreferenced chunk younger than this may belong to a push still running (its version is
+  // added only after all its chunks are stored), so it is kept until a later collection.
+  int64_t grace_ms = 3600 * 1000;
+  bool dry_run = false;  // count, remove nothing
+};
+
+// The registry's contract. Two implementations: the embedded one (Open: a folder with SQLite, or
+// a database and a store) and a client of `reel registry serve` (OpenRegistry with http://...).
 class Registry {
  public:
   // `location`: a folder (SQLite registry.db and the weights inside it; created when missing).
@@ -140,55 +157,59 @@ class Registry {
                                                 std::shared_ptr<storage::ObjectStore> chunks,
                                                 std::string prefix, RegistryOptions options = {});
 
+  virtual ~Registry() = default;
+
   // Pushes the weights (deltas against the first parent, else the branch head) and adds the
   // version. The model is created by its first registration.
   // *reused: whether reuse_identical_head returned the head instead of a new version.
-  Result<VersionInfo> Register(const NewVersion& version, const Actor& who,
-                               PushStats* stats = nullptr, bool* reused = nullptr);
+  virtual Result<VersionInfo> Register(const NewVersion& version, const Actor& who,
+                                       PushStats* stats = nullptr, bool* reused = nullptr) = 0;
 
   // A version by URI (models:/...) or id, with its manifests.
   Result<VersionInfo> Get(const std::string& uri);
-  Result<VersionInfo> Get(const VersionId& id);
-  Result<VersionId> Resolve(const ModelRef& ref);
+  virtual Result<VersionInfo> Get(const VersionId& id) = 0;
+  virtual Result<VersionId> Resolve(const ModelRef& ref) = 0;
   // A version's parents, in order (lineage), without loading the version.
-  Result<std::vector<VersionId>> Parents(const VersionId& id);
+  virtual Result<std::vector<VersionId>> Parents(const VersionId& id) = 0;
 
-  Result<std::vector<ModelSummary>> ListModels();
+  virtual Result<std::vector<ModelSummary>> ListModels() = 0;
   // Versions of `model`, newest first, without manifests.
-  Result<std::vector<VersionInfo>> ListVersions(const std::string& model);
+  virtual Result<std::vector<VersionInfo>> ListVersions(const std::string& model) = 0;
 
-  Result<std::vector<BranchInfo>> ListBranches(const std::string& model);
-  Status CreateBranch(const std::string& model, const std::string& branch, int64_t from,
-                      const Actor& who);
-  Status DeleteBranch(const std::string& model, const std::string& branch, const Actor& who);
-  Result<std::vector<BranchEvent>> Log(const std::string& model, const std::string& branch);
+  virtual Result<std::vector<BranchInfo>> ListBranches(const std::string& model) = 0;
+  virtual Status CreateBranch(const std::string& model, const std::string& branch, int64_t from,
+                              const Actor& who) = 0;
+  virtual Status DeleteBranch(const std::string& model, const std::string& branch,
+                              const Actor& who) = 0;
+  virtual Result<std::vector<BranchEvent>> Log(const std::string& model,
+                                               const std::string& branch) = 0;
 
-  Result<std::vector<AliasInfo>> ListAliases(const std::string& model);
+  virtual Result<std::vector<AliasInfo>> ListAliases(const std::string& model) = 0;
   // `protect`: change the alias's protection too (admin only); nullopt keeps it as it is.
-  Status SetAlias(const std::string& model, const std::string& alias, int64_t version,
-                  const Actor& who, std::optional<bool> protect = std::nullopt);
-  Status RemoveAlias(const std::string& model, const std::string& alias, const Actor& who);
-  Result<std::vector<AliasEvent>> AliasHistory(const std::string& model);
+  virtual Status SetAlias(const std::string& model, const std::string& alias, int64_t version,
+                          const Actor& who, std::optional<bool> protect = std::nullopt) = 0;
+  virtual Status RemoveAlias(const std::string& model, const std::string& alias,
+                             const Actor& who) = 0;
+  virtual Result<std::vector<AliasEvent>> AliasHistory(const std::string& model) = 0;
 
-  Status SetTag(const VersionId& id, const std::string& key, const std::string& value);
-  Status RemoveTag(const VersionId& id, const std::string& key);
+  virtual Status SetTag(const VersionId& id, const std::string& key, const std::string& value) = 0;
+  virtual Status RemoveTag(const VersionId& id, const std::string& key) = 0;
 
   // Refuses (FailedPrecondition, naming them) a version that aliases, branch heads or child
   // versions refer to, unless `force`: then its aliases go, branch heads step back to their
   // previous live version, and children keep the parent's id in their lineage.
-  Status Remove(const VersionId& id, bool force, const Actor& who);
+  // Its chunks stay until CollectGarbage.
+  virtual Status Remove(const VersionId& id, bool force, const Actor& who) = 0;
+
+  // Mark and sweep: removes the chunks no version needs (directly or as a delta base), except
+  // those younger than options.grace_ms. Admin only. Safe while other processes push: a push
+  // writes its chunks before its version, and a chunk it reuses is refreshed (see
+  // weight_store.h), so a chunk in use is either referenced or young.
+  virtual Result<GcStats> CollectGarbage(const GcOptions& options, const Actor& who) = 0;
 
   // The version's weights, bit-exact and verified.
-  Result<models::SafetensorsFile> PullWeights(const VersionInfo& version);
-  Result<models::SafetensorsFile> PullOptimizer(const VersionInfo& version);
-
-  ~Registry();
-
-  class Impl;  // registry_impl.h: for the registry's own files
-
- private:
-  explicit Registry(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  virtual Result<models::SafetensorsFile> PullWeights(const VersionInfo& version) = 0;
+  virtual Result<models::SafetensorsFile> PullOptimizer(const VersionInfo& version) = 0;
 };
 
 }  // namespace reel::registry

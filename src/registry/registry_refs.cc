@@ -16,7 +16,7 @@ std::string Join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-Result<std::vector<BranchInfo>> Registry::ListBranches(const std::string& model) {
+Result<std::vector<BranchInfo>> LocalRegistry::ListBranches(const std::string& model) {
   REEL_RETURN_IF_ERROR(impl_->RequireModel(model));
   REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT name, head, updated_at FROM "
                                                      "registry_branches WHERE model = ? ORDER BY "
@@ -28,8 +28,8 @@ Result<std::vector<BranchInfo>> Registry::ListBranches(const std::string& model)
   return out;
 }
 
-Status Registry::CreateBranch(const std::string& model, const std::string& branch, int64_t from,
-                              const Actor& who) {
+Status LocalRegistry::CreateBranch(const std::string& model, const std::string& branch,
+                                   int64_t from, const Actor& who) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(CheckName(branch, "branch"));
   return im.db().Transact([&]() -> Status {
@@ -41,8 +41,8 @@ Status Registry::CreateBranch(const std::string& model, const std::string& branc
   });
 }
 
-Status Registry::DeleteBranch(const std::string& model, const std::string& branch,
-                              const Actor& who) {
+Status LocalRegistry::DeleteBranch(const std::string& model, const std::string& branch,
+                                   const Actor& who) {
   Impl& im = *impl_;
   if (branch == "main") {
     return FailedPreconditionError("model '" + model + "': branch main cannot be deleted");
@@ -60,8 +60,8 @@ Status Registry::DeleteBranch(const std::string& model, const std::string& branc
   });
 }
 
-Result<std::vector<BranchEvent>> Registry::Log(const std::string& model,
-                                               const std::string& branch) {
+Result<std::vector<BranchEvent>> LocalRegistry::Log(const std::string& model,
+                                                    const std::string& branch) {
   REEL_RETURN_IF_ERROR(impl_->RequireModel(model));
   REEL_RETURN_IF_ERROR(impl_->BranchHead(model, branch).status());
   REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT seq, version, action, by_user, at "
@@ -75,7 +75,7 @@ Result<std::vector<BranchEvent>> Registry::Log(const std::string& model,
   return out;
 }
 
-Result<std::vector<AliasInfo>> Registry::ListAliases(const std::string& model) {
+Result<std::vector<AliasInfo>> LocalRegistry::ListAliases(const std::string& model) {
   REEL_RETURN_IF_ERROR(impl_->RequireModel(model));
   REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT name, version, protected, "
                                                      "updated_by, updated_at FROM "
@@ -90,8 +90,8 @@ Result<std::vector<AliasInfo>> Registry::ListAliases(const std::string& model) {
   return out;
 }
 
-Status Registry::SetAlias(const std::string& model, const std::string& alias, int64_t version,
-                          const Actor& who, std::optional<bool> protect) {
+Status LocalRegistry::SetAlias(const std::string& model, const std::string& alias, int64_t version,
+                               const Actor& who, std::optional<bool> protect) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(CheckName(alias, "alias"));
   if (protect && !who.admin) {
@@ -128,7 +128,8 @@ Status Registry::SetAlias(const std::string& model, const std::string& alias, in
   });
 }
 
-Status Registry::RemoveAlias(const std::string& model, const std::string& alias, const Actor& who) {
+Status LocalRegistry::RemoveAlias(const std::string& model, const std::string& alias,
+                                  const Actor& who) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(CheckName(alias, "alias"));
   return im.db().Transact([&]() -> Status {
@@ -149,7 +150,7 @@ Status Registry::RemoveAlias(const std::string& model, const std::string& alias,
   });
 }
 
-Result<std::vector<AliasEvent>> Registry::AliasHistory(const std::string& model) {
+Result<std::vector<AliasEvent>> LocalRegistry::AliasHistory(const std::string& model) {
   REEL_RETURN_IF_ERROR(impl_->RequireModel(model));
   REEL_ASSIGN_OR_RETURN(auto rows, impl_->db().Query("SELECT seq, alias, from_version, "
                                                      "to_version, by_user, at FROM "
@@ -167,7 +168,8 @@ Result<std::vector<AliasEvent>> Registry::AliasHistory(const std::string& model)
   return out;
 }
 
-Status Registry::SetTag(const VersionId& id, const std::string& key, const std::string& value) {
+Status LocalRegistry::SetTag(const VersionId& id, const std::string& key,
+                             const std::string& value) {
   Impl& im = *impl_;
   REEL_RETURN_IF_ERROR(CheckName(key, "tag"));
   return im.db().Transact([&]() -> Status {
@@ -184,7 +186,7 @@ Status Registry::SetTag(const VersionId& id, const std::string& key, const std::
   });
 }
 
-Status Registry::RemoveTag(const VersionId& id, const std::string& key) {
+Status LocalRegistry::RemoveTag(const VersionId& id, const std::string& key) {
   Impl& im = *impl_;
   return im.db().Transact([&]() -> Status {
     REEL_RETURN_IF_ERROR(im.RequireVersion(id));
@@ -222,7 +224,7 @@ Result<std::vector<std::string>> Referrers(db::Database& d, const VersionId& id)
 
 // A branch whose head is being removed steps back to the newest earlier head still alive; a
 // branch with none left goes (main included: it comes back with the next registration).
-Status StepBranchesBack(Registry::Impl& im, const VersionId& id, const std::string& by) {
+Status StepBranchesBack(LocalRegistry::Impl& im, const VersionId& id, const std::string& by) {
   db::Database& d = im.db();
   REEL_ASSIGN_OR_RETURN(auto heads,
                         d.Query("SELECT name FROM registry_branches WHERE model = ? AND head = ?",
@@ -250,7 +252,7 @@ Status StepBranchesBack(Registry::Impl& im, const VersionId& id, const std::stri
 
 }  // namespace
 
-Status Registry::Remove(const VersionId& id, bool force, const Actor& who) {
+Status LocalRegistry::Remove(const VersionId& id, bool force, const Actor& who) {
   Impl& im = *impl_;
   return im.db().Transact([&]() -> Status {
     db::Database& d = im.db();

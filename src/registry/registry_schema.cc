@@ -80,6 +80,26 @@ CREATE TABLE registry_alias_log (
   at TEXT NOT NULL,
   PRIMARY KEY (model, seq));
 )sql"},
+      // Garbage collection's lease and generation (registry_gc.cc), and API users with the hash
+      // of their token and their roles per model (access.h).
+      {2, R"sql(
+CREATE TABLE registry_gc (
+  id BIGINT PRIMARY KEY,
+  generation BIGINT NOT NULL,
+  lease_until_ms BIGINT,
+  holder TEXT);
+INSERT INTO registry_gc (id, generation) VALUES (1, 0);
+CREATE TABLE registry_users (
+  name TEXT PRIMARY KEY,
+  token_hash TEXT NOT NULL UNIQUE,
+  admin BIGINT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE registry_grants (
+  user_name TEXT NOT NULL,
+  model TEXT NOT NULL,
+  role TEXT NOT NULL,
+  PRIMARY KEY (user_name, model));
+)sql"},
   };
   return kSteps;
 }

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/json.h"
+#include "registry/remote.h"
 #include "storage/open.h"
 
 namespace reel::registry {
@@ -43,8 +45,179 @@ nlohmann::json VersionJson(const VersionInfo& v, bool manifests) {
                       {"config", v.config}};
   if (manifests) {
     j["weights"]["manifest"] = nlohmann::json::parse(ManifestToJson(v.weights));
+    if (v.optimizer) j["optimizer_manifest"] = nlohmann::json::parse(ManifestToJson(*v.optimizer));
   }
   return j;
+}
+
+Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  VersionInfo v;
+  v.id.model = f.String("model");
+  v.id.version = f.Int("version");
+  v.branch = f.String("branch");
+  v.author = f.String("author");
+  v.created_at = f.String("created_at");
+  v.message = f.String("message");
+  const nlohmann::json& parents = f.Array("parents");
+  const nlohmann::json& tags = f.Object("tags");
+  v.architecture = f.Object("architecture");
+  v.metrics = f.Object("metrics");
+  v.recipe = f.Object("recipe");
+  v.config = f.String("config");
+  JsonFields dataset(f.Object("dataset"), f.Path("dataset"));
+  JsonFields code(f.Object("code"), f.Path("code"));
+  JsonFields weights(f.Object("weights"), f.Path("weights"));
+  v.dataset_uri = dataset.String("uri");
+  v.dataset_hash = dataset.String("manifest_sha256");
+  v.code_commit = code.String("commit");
+  v.code_dirty = code.Bool("dirty");
+  v.weights_id = weights.String("id");
+  v.weight_bytes = weights.Uint("bytes");
+  v.stored_bytes = weights.Uint("stored_bytes");
+  for (JsonFields* g : {&dataset, &code, &weights}) {
+    if (!g->ok()) return DataLossError(g->error());
+  }
+  if (!f.ok()) return DataLossError(f.error());
+  for (const nlohmann::json& p : parents) {
+    Result<ModelRef> ref = p.is_string() ? ParseModelUri(p.get<std::string>())
+                                         : Result<ModelRef>(InvalidArgumentError("not a string"));
+    if (!ref.ok() || ref->kind != ModelRef::Kind::kVersion) {
+      return DataLossError(what + ".parents: expected version URIs");
+    }
+    v.parents.push_back({ref->model, ref->version});
+  }
+  for (const auto& [key, value] : tags.items()) {
+    if (!value.is_string()) return DataLossError(what + ".tags." + key + ": expected a string");
+    v.tags[key] = value.get<std::string>();
+  }
+  if (const auto it = j["weights"].find("manifest"); it != j["weights"].end()) {
+    REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(it->dump(), what + ".weights.manifest"));
+  }
+  if (const auto it = j.find("optimizer_manifest"); it != j.end()) {
+    REEL_ASSIGN_OR_RETURN(v.optimizer, ManifestFromJson(it->dump(), what + ".optimizer_manifest"));
+  }
+  return v;
+}
+
+Result<ModelSummary> ModelFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  ModelSummary m{f.String("name"), f.String("created_at"), f.String("created_by"),
+                 f.Int("versions"), f.Int("latest")};
+  if (!f.ok()) return DataLossError(f.error());
+  return m;
+}
+
+Result<BranchInfo> BranchFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  BranchInfo b{f.String("name"), f.Int("head"), f.String("updated_at")};
+  if (!f.ok()) return DataLossError(f.error());
+  return b;
+}
+
+Result<BranchEvent> BranchEventFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  BranchEvent e{f.Int("seq"), f.Int("version"), f.String("action"), f.String("by"), f.String("at")};
+  if (!f.ok()) return DataLossError(f.error());
+  return e;
+}
+
+Result<AliasInfo> AliasFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  AliasInfo a{f.String("name"), f.Int("version"), f.Bool("protected"), f.String("updated_by"),
+              f.String("updated_at")};
+  if (!f.ok()) return DataLossError(f.error());
+  return a;
+}
+
+Result<AliasEvent> AliasEventFromJson(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  AliasEvent e;
+  e.seq = f.Int("seq");
+  e.alias = f.String("alias");
+  e.by = f.String("by");
+  e.at = f.String("at");
+  if (!f.ok()) return DataLossError(f.error());
+  for (const char* key : {"from", "to"}) {
+    const nlohmann::json v = j.value(key, nlohmann::json());
+    if (!v.is_null() && !v.is_number_integer()) {
+      return DataLossError(what + "." + key + ": expected a version or null");
+    }
+    if (v.is_null()) continue;
+    (std::string(key) == "from" ? e.from : e.to) = v.get<int64_t>();
+  }
+  return e;
+}
+
+nlohmann::json PushStatsJson(const PushStats& s) {
+  return {{"raw_bytes", s.raw_bytes},
+          {"stored_bytes", s.stored_bytes},
+          {"chunks", s.chunks},
+          {"chunks_written", s.chunks_written},
+          {"deltas_written", s.deltas_written}};
+}
+
+PushStats PushStatsFromJson(const nlohmann::json& j) {
+  // Figures for a report only: a field a server did not send reads as 0.
+  auto get = [&](const char* key) { return j.is_object() ? j.value(key, uint64_t{0}) : 0; };
+  return {get("raw_bytes"), get("stored_bytes"), static_cast<int>(get("chunks")),
+          static_cast<int>(get("chunks_written")), static_cast<int>(get("deltas_written"))};
+}
+
+nlohmann::json NewVersionJson(const NewVersion& v) {
+  nlohmann::json parents = nlohmann::json::array();
+  for (const VersionId& p : v.parents) parents.push_back(p.ToString());
+  return {{"model", v.model},
+          {"branch", v.branch},
+          {"architecture", v.architecture},
+          {"config", v.config},
+          {"metrics", v.metrics},
+          {"dataset", {{"uri", v.dataset_uri}, {"manifest_sha256", v.dataset_hash}}},
+          {"code", {{"commit", v.code_commit}, {"dirty", v.code_dirty}}},
+          {"parents", parents},
+          {"message", v.message},
+          {"tags", v.tags},
+          {"recipe", v.recipe},
+          {"reuse_identical_head", v.reuse_identical_head}};
+}
+
+Status NewVersionFromJson(const nlohmann::json& j, NewVersion* v) {
+  JsonFields f(j, "registration");
+  v->model = f.String("model");
+  v->branch = f.String("branch");
+  v->architecture = f.Object("architecture");
+  v->config = f.String("config");
+  v->metrics = f.Object("metrics");
+  v->recipe = f.Object("recipe");
+  v->message = f.String("message");
+  v->reuse_identical_head = f.Bool("reuse_identical_head");
+  const nlohmann::json& parents = f.Array("parents");
+  const nlohmann::json& tags = f.Object("tags");
+  JsonFields dataset(f.Object("dataset"), f.Path("dataset"));
+  JsonFields code(f.Object("code"), f.Path("code"));
+  v->dataset_uri = dataset.String("uri");
+  v->dataset_hash = dataset.String("manifest_sha256");
+  v->code_commit = code.String("commit");
+  v->code_dirty = code.Bool("dirty");
+  for (JsonFields* g : {&f, &dataset, &code}) {
+    if (!g->ok()) return InvalidArgumentError(g->error());
+  }
+  for (const nlohmann::json& p : parents) {
+    if (!p.is_string()) return InvalidArgumentError("registration.parents: expected URIs");
+    REEL_ASSIGN_OR_RETURN(ModelRef ref, ParseModelUri(p.get<std::string>()));
+    if (ref.kind != ModelRef::Kind::kVersion) {
+      return InvalidArgumentError("registration.parents: " + ref.ToString() +
+                                  " is not a version URI");
+    }
+    v->parents.push_back({ref.model, ref.version});
+  }
+  for (const auto& [key, value] : tags.items()) {
+    if (!value.is_string()) {
+      return InvalidArgumentError("registration.tags." + key + ": expected a string");
+    }
+    v->tags[key] = value.get<std::string>();
+  }
+  return Status::Ok();
 }
 
 nlohmann::json ModelJson(const ModelSummary& m) {
@@ -90,9 +263,8 @@ Result<std::unique_ptr<Registry>> OpenRegistry(const std::string& uri, const std
                                                RegistryOptions options) {
   auto starts = [&](const char* prefix) { return uri.rfind(prefix, 0) == 0; };
   if (starts("http://") || starts("https://")) {
-    return UnimplementedError(uri +
-                              ": a registry server is not supported yet; use a folder or "
-                              "postgresql://");
+    const char* token = std::getenv("REEL_REGISTRY_TOKEN");
+    return OpenRemoteRegistry(uri, token != nullptr ? token : "");
   }
   if (!starts("postgresql://") && !starts("postgres://")) return Registry::Open(uri, options);
   if (chunks.empty()) {

@@ -10,19 +10,34 @@ namespace reel::registry {
 
 // Without the weight manifests unless `manifests` (they hold every chunk address).
 nlohmann::json VersionJson(const VersionInfo& v, bool manifests = false);
+// The inverse of VersionJson, for a registry's HTTP client; with its manifests when the JSON
+// has them. Errors: DataLoss naming `what` and the field.
+Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& what);
+Result<ModelSummary> ModelFromJson(const nlohmann::json& j, const std::string& what);
+Result<BranchInfo> BranchFromJson(const nlohmann::json& j, const std::string& what);
+Result<BranchEvent> BranchEventFromJson(const nlohmann::json& j, const std::string& what);
+Result<AliasInfo> AliasFromJson(const nlohmann::json& j, const std::string& what);
+Result<AliasEvent> AliasEventFromJson(const nlohmann::json& j, const std::string& what);
+nlohmann::json PushStatsJson(const PushStats& s);
+PushStats PushStatsFromJson(const nlohmann::json& j);
+
+// A registration's fields other than its weights (which travel as safetensors bytes), and back.
+nlohmann::json NewVersionJson(const NewVersion& v);
+Status NewVersionFromJson(const nlohmann::json& j, NewVersion* v);
+
 nlohmann::json ModelJson(const ModelSummary& m);
 nlohmann::json BranchJson(const BranchInfo& b);
 nlohmann::json BranchEventJson(const BranchEvent& e);
 nlohmann::json AliasJson(const AliasInfo& a);
 nlohmann::json AliasEventJson(const AliasEvent& e);
 
-// Opens a registry by URI: a folder (embedded SQLite and weights), or postgresql://... with the
-// weights in `chunks` (any store URI). http(s):// (a `reel registry serve`) is Unimplemented
-// until the HTTP client lands. Errors: InvalidArgument for a PostgreSQL registry without
-// `chunks`; the database's and store's.
 // `configured` when set, else $REEL_REGISTRY_URI, else "reel-data/registry".
 std::string RegistryUriOrDefault(const std::string& configured);
 
+// Opens a registry by URI: a folder (embedded SQLite and weights), postgresql://... with the
+// weights in `chunks` (any store URI), or http://host:port of a `reel registry serve` (its token
+// from $REEL_REGISTRY_TOKEN). Errors: InvalidArgument for a PostgreSQL registry without
+// `chunks`; the database's, store's or server's.
 Result<std::unique_ptr<Registry>> OpenRegistry(const std::string& uri, const std::string& chunks,
                                                RegistryOptions options = {});
 

@@ -170,7 +170,7 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
   if (base != nullptr && base->sha256 == ref.sha256) return *base;  // unchanged
 
   const std::string key = ChunkKey(ref.sha256);
-  Result<std::string> stored = store_->Get(key);
+  Result<std::string> stored = store_->GetRange(key, 0, kMaxChunkHeaderBytes);
   if (stored.ok()) {  // stored before (another tensor, version or an interrupted push)
     REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(*stored, what));
     ref.depth = h.depth;
@@ -236,6 +236,31 @@ Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std:
     }
   }
   return raw;
+}
+
+Result<std::map<std::string, storage::ObjectInfo>> WeightStore::ListChunks() const {
+  const std::string prefix = prefix_ + "chunks/";
+  REEL_ASSIGN_OR_RETURN(std::vector<storage::ObjectInfo> objects,
+                        storage::ListAll(*store_, prefix));
+  std::map<std::string, storage::ObjectInfo> chunks;
+  for (storage::ObjectInfo& o : objects) {
+    std::string address = o.key.substr(prefix.size());
+    // Anything else under chunks/ (a writer's temp file) is not the collector's to judge.
+    if (IsSha256Hex(address)) chunks.emplace(std::move(address), std::move(o));
+  }
+  return chunks;
+}
+
+Result<std::string> WeightStore::StoredBase(std::string_view sha256) const {
+  const std::string what = "chunk " + std::string(sha256);
+  REEL_ASSIGN_OR_RETURN(std::string head,
+                        store_->GetRange(ChunkKey(sha256), 0, kMaxChunkHeaderBytes));
+  REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(head, what));
+  return h.base_sha256;
+}
+
+Status WeightStore::DeleteChunk(std::string_view sha256) const {
+  return store_->Delete(ChunkKey(sha256));
 }
 
 Result<models::SafetensorsFile> WeightStore::Pull(const WeightManifest& manifest) const {

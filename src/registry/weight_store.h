@@ -87,6 +87,13 @@ class WeightStore {
     return prefix_ + "chunks/" + std::string(sha256);
   }
 
+  // For garbage collection (registry_gc.cc): every stored chunk, keyed by its address (the key
+  // after ".../chunks/"); the address a stored delta chunk names as its base ("" for a full
+  // chunk), reading only its header; and removal.
+  Result<std::map<std::string, storage::ObjectInfo>> ListChunks() const;
+  Result<std::string> StoredBase(std::string_view sha256) const;
+  Status DeleteChunk(std::string_view sha256) const;
+
  private:
   Result<ChunkRef> PushChunk(std::string_view raw, int width, const ChunkRef* parent,
                              const std::string& what, PushStats* stats) const;
