@@ -9,6 +9,7 @@
 
 #include "apps/reel/commands.h"
 #include "base/logging.h"
+#include "base/sync_point.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"reel: video datasets on any store, distributed training and evaluation"};
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
   bool json_logs = false;
   app.add_flag("--json-logs", json_logs, "log JSON lines even on a terminal");
 
+  // Crash tests (REEL_CRASH_AT) kill a command at a named point, as kill -9 would.
+  if (reel::Status s = reel::SyncPoint::Get().CrashAtFromEnv(); !s.ok()) {
+    std::fprintf(stderr, "reel: %s\n", s.ToString().c_str());
+    return 3;
+  }
   int exit_code = 0;
   reel::cli::RegisterStorage(app, &exit_code);
   reel::cli::RegisterSmoke(app, &exit_code);
@@ -41,7 +47,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every bad flag or value is an invalid argument (3), as the
+    // README promises, not CLI11's own numbers.
+    return app.exit(e) == 0 ? 0 : 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: unexpected error: %s\n", command.c_str(), e.what());
     return 1;

@@ -358,6 +358,7 @@ int RunGc(const Flags& f) {
                       {"chunks_removed", stats->chunks_removed},
                       {"chunks_young", stats->chunks_young},
                       {"bytes_removed", stats->bytes_removed},
+                      {"chunks_missing", stats->chunks_missing},
                       {"dry_run", f.dry_run}});
   }
   std::printf("%s %lld unreferenced chunks (%s); kept %lld live and %lld younger than %.0f s\n",
@@ -365,6 +366,12 @@ int RunGc(const Flags& f) {
               Progress::FormatBytes(static_cast<double>(stats->bytes_removed)).c_str(),
               static_cast<long long>(stats->chunks_live),
               static_cast<long long>(stats->chunks_young), f.grace_s);
+  if (stats->chunks_missing > 0) {
+    std::fprintf(stderr,
+                 "reel models: warning: %lld chunks that versions name are missing from the "
+                 "store; pulls of those versions fail with DataLoss\n",
+                 static_cast<long long>(stats->chunks_missing));
+  }
   return 0;
 }
 

@@ -84,4 +84,28 @@ check "on its branch" bash -c "'$REEL' models log tiny/tune | grep -q 'train .*m
 check "an unknown model.init exits 2" test $? -eq 2
 check "naming it" grep -q "no version 9" "$WORK/init.out"
 
+# registry.best: the checkpoint of the best evaluation is kept and registered beside the final.
+config best
+check "a run with registry.best" bash -c "'$REEL' train --config '$WORK/best.yaml' --quiet --set registry.model=champ registry.best=true 'registry.aliases=[production]' > /dev/null 2>&1"
+"$REEL" models show models:/champ@best --json > "$WORK/best.json" 2> /dev/null
+"$REEL" models show models:/champ@production --json > "$WORK/final.json" 2> /dev/null
+check "models:/champ@best is the best evaluation's checkpoint" python3 - "$WORK/best/metrics.jsonl" "$WORK/best.json" "$WORK/final.json" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+evals = [l for l in lines if l.get("event") in ("eval", "final_eval")]
+best, final = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+top = max(e["top1"] for e in evals)
+first_best = next(e for e in evals if e["top1"] == top)  # the first evaluation to reach it
+assert best["metrics"]["top1"] == top, (best["metrics"]["top1"], top)
+assert best["recipe"]["step"] == first_best["step"], (best["recipe"], first_best)
+assert best["tags"].get("checkpoint") == "best" and best["recipe"]["checkpoint"] == "best"
+assert final["recipe"]["step"] == evals[-1]["step"]
+# the final version is the branch head: a new one, or the best itself when they are the same
+assert final["version"] > best["version"] or final["weights"]["id"] == best["weights"]["id"]
+PY
+versions=$("$REEL" models ls champ --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")
+check "a rerun of the finished run registers neither again" bash -c "'$REEL' train --config '$WORK/best.yaml' --resume --quiet --set registry.model=champ registry.best=true > /dev/null 2>&1 && test \$('$REEL' models ls champ --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') -eq $versions"
+"$REEL" train --config "$WORK/best.yaml" --quiet --set run_dir="$WORK/best2" registry.best=true > "$WORK/nomodel.out" 2>&1
+check "registry.best without registry.model exits 3" test $? -eq 3
+
 finish

@@ -1,5 +1,11 @@
 #include "base/sync_point.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+
 namespace reel {
 
 SyncPoint& SyncPoint::Get() {
@@ -53,6 +59,24 @@ void SyncPoint::Process(const std::string& point) {
   std::lock_guard<std::mutex> lock(mu_);
   ++passed_[point];
   cv_.notify_all();
+}
+
+Status SyncPoint::CrashAtFromEnv() {
+  const char* spec = std::getenv("REEL_CRASH_AT");
+  if (spec == nullptr || *spec == '\0') return Status::Ok();
+  const std::string text(spec);
+  const size_t colon = text.rfind(':');
+  char* end = nullptr;
+  const long n = colon == std::string::npos ? 0 : std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (colon == std::string::npos || colon == 0 || *end != '\0' || n < 1) {
+    return InvalidArgumentError("REEL_CRASH_AT='" + text + "': expected POINT:N with N >= 1");
+  }
+  auto left = std::make_shared<long>(n);
+  SetCallback(text.substr(0, colon), [left] {
+    if (--*left == 0) ::kill(::getpid(), SIGKILL);
+  });
+  EnableProcessing();
+  return Status::Ok();
 }
 
 }  // namespace reel

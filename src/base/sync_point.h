@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace reel {
 
 class SyncPoint {
@@ -46,6 +48,11 @@ class SyncPoint {
 
   // How many times `point` was passed since processing was enabled.
   int Count(const std::string& point) const;
+
+  // For crash tests across processes: when $REEL_CRASH_AT is "POINT:N", the process kills
+  // itself with SIGKILL (as `kill -9` would) the N-th time it reaches POINT. A command calls this
+  // once at start; without the variable it does nothing. InvalidArgument for a malformed value.
+  Status CrashAtFromEnv();
 
   // Called by REEL_SYNC_POINT.
   void Process(const std::string& point);

@@ -136,6 +136,7 @@ struct GcStats {
   int64_t chunks_removed = 0;  // unreferenced chunks old enough to remove
   int64_t chunks_young = 0;    // unreferenced but newer than the grace period: kept
   uint64_t bytes_removed = 0;
+  int64_t chunks_missing = 0;  // named by a version but not in the store: that version is damaged
 };
 
 struct GcOptions {

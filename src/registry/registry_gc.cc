@@ -187,6 +187,7 @@ Result<GcStats> LocalRegistry::CollectGarbage(const GcOptions& options, const Ac
     }
   }
   stats.chunks_live = static_cast<int64_t>(keep.size()) - stats.chunks_young;
+  for (const std::string& address : referenced) stats.chunks_missing += stored.count(address) == 0;
   REEL_SYNC_POINT("Registry::CollectGarbage:Marked");
 
   // Sweep.

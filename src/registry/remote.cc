@@ -206,11 +206,14 @@ class RemoteRegistry final : public Registry {
     const nlohmann::json body = {{"grace_ms", options.grace_ms}, {"dry_run", options.dry_run}};
     REEL_ASSIGN_OR_RETURN(nlohmann::json doc,
                           Call("POST", "/api/v1/gc", body.dump(), "application/json", who));
+    if (!doc.is_object())
+      return DataLossError(client_.base_url() + ": a gc answer without figures");
     GcStats stats;
     stats.chunks_live = doc.value("chunks_live", int64_t{0});
     stats.chunks_removed = doc.value("chunks_removed", int64_t{0});
     stats.chunks_young = doc.value("chunks_young", int64_t{0});
     stats.bytes_removed = doc.value("bytes_removed", uint64_t{0});
+    stats.chunks_missing = doc.value("chunks_missing", int64_t{0});
     return stats;
   }
 

@@ -392,13 +392,16 @@ Status AddRefRoutes(RegistryService::State& st, http::Router* r) {
       st.Guard(Role::kNone, [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
         REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(q));
         GcOptions options;
-        options.grace_ms = body.value("grace_ms", options.grace_ms);
-        options.dry_run = body.value("dry_run", false);
+        JsonFields f(body, "");
+        if (body.contains("grace_ms")) options.grace_ms = f.Int("grace_ms");
+        if (body.contains("dry_run")) options.dry_run = f.Bool("dry_run");
+        if (!f.ok()) return InvalidArgumentError(f.error());
         REEL_ASSIGN_OR_RETURN(GcStats stats, s.registry->CollectGarbage(options, c.actor));
         return Response::Json(200, {{"chunks_live", stats.chunks_live},
                                     {"chunks_removed", stats.chunks_removed},
                                     {"chunks_young", stats.chunks_young},
-                                    {"bytes_removed", stats.bytes_removed}});
+                                    {"bytes_removed", stats.bytes_removed},
+                                    {"chunks_missing", stats.chunks_missing}});
       })));
   return Status::Ok();
 }

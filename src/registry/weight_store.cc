@@ -5,6 +5,7 @@
 
 #include "base/hash.h"
 #include "base/json.h"
+#include "base/sync_point.h"
 #include "registry/chunk_codec.h"
 
 namespace reel::registry {
@@ -198,6 +199,7 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, nullptr, encode));
   }
   REEL_RETURN_IF_ERROR(store_->Put(key, encoded));
+  REEL_SYNC_POINT("WeightStore::PushChunk:Written");
   ++stats->chunks_written;
   stats->stored_bytes += encoded.size();
   return ref;

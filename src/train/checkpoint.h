@@ -54,6 +54,10 @@ class CheckpointStore {
 
   std::string uri() const;
   static std::string DirName(int64_t step);
+  // Checkpoints kept apart under `name`/ (e.g. the run's best), on the same store.
+  CheckpointStore Sub(const std::string& name) const {
+    return CheckpointStore(store_, prefix_ + name + "/");
+  }
 
  private:
   using Checksums = std::map<std::string, std::string>;  // file name -> xxh3-64 hex

@@ -94,6 +94,48 @@ Result<models::SafetensorsFile> ReadInitialWeights(const std::string& init,
   return weights;
 }
 
+namespace {
+
+// The version `alias` points at when it is this run's checkpoint at `step`.
+std::optional<registry::VersionInfo> SameBest(registry::Registry& reg, const TrainConfig& config,
+                                              int64_t step) {
+  Result<registry::VersionInfo> v = reg.Get(registry::ModelRef{
+      config.registry.model, registry::ModelRef::Kind::kAlias, 0, config.registry.best_alias}
+                                                .ToString());
+  if (!v.ok()) return std::nullopt;
+  const nlohmann::json& r = v->recipe;
+  const bool same = r.value("checkpoint", "") == "best" &&
+                    r.value("source", "") == config.run_dir && r.value("step", int64_t{-1}) == step;
+  return same ? std::optional<registry::VersionInfo>(*v) : std::nullopt;
+}
+
+}  // namespace
+
+Result<registry::VersionInfo> RegisterBestModel(const TrainConfig& config,
+                                                const CheckpointData& checkpoint,
+                                                const nlohmann::json& eval,
+                                                const std::optional<registry::VersionId>& parent) {
+  const RegistryConfig& rc = config.registry;
+  REEL_ASSIGN_OR_RETURN(auto reg,
+                        registry::OpenRegistry(registry::RegistryUriOrDefault(rc.uri), rc.chunks));
+  if (auto kept = SameBest(*reg, config, checkpoint.step)) return *kept;
+  REEL_ASSIGN_OR_RETURN(registry::NewVersion nv,
+                        VersionFromCheckpoint(checkpoint, &eval, config.run_dir, false));
+  nv.model = rc.model;
+  nv.branch = rc.branch;
+  nv.message = "reel train " + config.run_dir + ": the best validation top-1, at step " +
+               std::to_string(checkpoint.step);
+  if (parent) nv.parents.push_back(*parent);
+  nv.recipe["op"] = "train";
+  nv.recipe["checkpoint"] = "best";
+  if (!config.model_init.empty()) nv.recipe["init"] = config.model_init;
+  nv.tags["checkpoint"] = "best";
+  const registry::Actor who = registry::Actor::Local();
+  REEL_ASSIGN_OR_RETURN(registry::VersionInfo v, reg->Register(nv, who));
+  REEL_RETURN_IF_ERROR(reg->SetAlias(v.id.model, rc.best_alias, v.id.version, who));
+  return v;
+}
+
 Result<registry::VersionInfo> RegisterTrainedModel(
     const TrainConfig& config, const CheckpointData& checkpoint, const nlohmann::json* eval,
     const std::optional<registry::VersionId>& parent) {

@@ -52,6 +52,14 @@ Result<registry::VersionInfo> RegisterTrainedModel(
     const TrainConfig& config, const CheckpointData& checkpoint, const nlohmann::json* eval,
     const std::optional<registry::VersionId>& parent);
 
+// The run's best checkpoint (registry.best) as a version tagged checkpoint=best, with
+// registry.best_alias pointed at it. When that alias already points at this run's best step, that
+// version is returned and nothing is registered (a rerun of a finished run).
+Result<registry::VersionInfo> RegisterBestModel(const TrainConfig& config,
+                                                const CheckpointData& checkpoint,
+                                                const nlohmann::json& eval,
+                                                const std::optional<registry::VersionId>& parent);
+
 nlohmann::json ArchitectureJson(const models::ModelSpec& spec);
 // An eval report as a version's metrics: everything but the per-video predictions.
 nlohmann::json MetricsJson(const nlohmann::json& eval_report);

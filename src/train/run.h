@@ -43,6 +43,10 @@ class Run {
   Status Resume();
   Status LoadInitialWeights();                // model.init, on a fresh run's rank 0
   Status RegisterModel(TrainResult* result);  // registry.model, when the run finished
+  // registry.best: keeps the weights of an evaluation that beat every earlier one, and
+  // registers the kept checkpoint before the final one.
+  Status KeepIfBest(const EvalReport& report);
+  Status RegisterBest();
   Status SaveCheckpoint();
   Status EvaluateAndReport(bool final_eval);
   Result<loader::Batch> NextBatch();
@@ -90,6 +94,7 @@ class Run {
   int64_t resumed_from_ = -1;
   int64_t last_eval_epoch_ = -1;
   std::optional<EvalReport> last_eval_;
+  std::optional<double> best_top1_;  // of the kept best checkpoint (registry.best); -1: none
   std::optional<registry::VersionId> init_version_;  // model.init's registry version
   LogWindow window_;
 };

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "base/json.h"
 #include "base/logging.h"
 #include "models/state_dict.h"
 #include "train/optimizer.h"
@@ -82,7 +83,59 @@ Status Run::LoadInitialWeights() {
   return Status::Ok();
 }
 
+Status Run::KeepIfBest(const EvalReport& report) {
+  if (!c_.registry.best || c_.registry.model.empty()) return Status::Ok();
+  CheckpointStore best = checkpoints_->Sub("best");
+  if (!best_top1_) {  // this process's first evaluation: what an earlier run of it kept
+    Result<CheckpointData> kept = best.Load();
+    if (!kept.ok() && kept.status().code() != StatusCode::kNotFound) return kept.status();
+    best_top1_ = -1;
+    if (kept.ok()) {
+      auto it = kept->state.metadata.find("eval");
+      Result<nlohmann::json> eval = it == kept->state.metadata.end()
+                                        ? Result<nlohmann::json>(DataLossError("no eval"))
+                                        : ParseJson(it->second, best.uri() + " eval");
+      if (!eval.ok() || !(*eval)["top1"].is_number()) {
+        return DataLossError("the best checkpoint at " + best.uri() + " has no evaluation report");
+      }
+      best_top1_ = (*eval)["top1"].get<double>();
+    }
+  }
+  if (report.top1 <= *best_top1_) return Status::Ok();
+  CheckpointData cp;
+  cp.step = step_;
+  cp.model = models::SaveStateDict(*module_);
+  cp.state.metadata["eval"] = report.ToJson();
+  cp.config_text = c_.source_text;
+  REEL_RETURN_IF_ERROR(best.Save(cp, 1));
+  best_top1_ = report.top1;
+  WriteLine({{"event", "best"}, {"step", step_}, {"top1", report.top1}});
+  Logger("train")->info("step {}: the best {} top-1 so far ({:.3f}), kept at {}", step_,
+                        c_.data.val_split, report.top1, best.uri());
+  return Status::Ok();
+}
+
+Status Run::RegisterBest() {
+  CheckpointStore best = checkpoints_->Sub("best");
+  Result<CheckpointData> kept = best.Load();
+  if (!kept.ok()) return kept.status();  // the final evaluation always keeps one
+  REEL_ASSIGN_OR_RETURN(nlohmann::json eval,
+                        ParseJson(kept->state.metadata["eval"], best.uri() + " eval"));
+  REEL_ASSIGN_OR_RETURN(registry::VersionInfo v, RegisterBestModel(c_, *kept, eval, init_version_));
+  WriteLine({{"event", "registered_best"}, {"version", v.id.ToString()}, {"step", kept->step}});
+  Logger("train")->info("registered the best checkpoint (step {}) as {}, models:/{}@{}", kept->step,
+                        v.id.ToString(), v.id.model, c_.registry.best_alias);
+  return Status::Ok();
+}
+
 Status Run::RegisterModel(TrainResult* result) {
+  if (c_.registry.best) {
+    Status s = RegisterBest();
+    if (!s.ok()) {
+      return Status(s.code(), "the run finished, but registering its best checkpoint as model '" +
+                                  c_.registry.model + "' failed: " + s.message());
+    }
+  }
   REEL_ASSIGN_OR_RETURN(CheckpointData last, checkpoints_->Load(step_));
   const nlohmann::json eval =
       last_eval_ ? nlohmann::json::parse(last_eval_->ToJson()) : nlohmann::json();

@@ -200,13 +200,15 @@ Status ParseDist(const ConfigNode& node, DistConfig* d) {
 }
 
 Status ParseRegistry(const ConfigNode& node, RegistryConfig* r) {
-  REEL_RETURN_IF_ERROR(
-      node.CheckKeys({"uri", "chunks", "model", "branch", "aliases", "with_optimizer"}));
+  REEL_RETURN_IF_ERROR(node.CheckKeys(
+      {"uri", "chunks", "model", "branch", "aliases", "with_optimizer", "best", "best_alias"}));
   REEL_RETURN_IF_ERROR(ReadString(node, "uri", &r->uri));
   REEL_RETURN_IF_ERROR(ReadString(node, "chunks", &r->chunks));
   REEL_RETURN_IF_ERROR(ReadString(node, "model", &r->model));
   REEL_RETURN_IF_ERROR(ReadString(node, "branch", &r->branch));
   REEL_ASSIGN_OR_RETURN(r->with_optimizer, node.GetBool("with_optimizer", r->with_optimizer));
+  REEL_ASSIGN_OR_RETURN(r->best, node.GetBool("best", r->best));
+  REEL_RETURN_IF_ERROR(ReadString(node, "best_alias", &r->best_alias));
   if (node.Has("aliases")) {
     REEL_ASSIGN_OR_RETURN(ConfigNode aliases, node.Child("aliases"));
     REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> items, aliases.Elements());
@@ -215,8 +217,8 @@ Status ParseRegistry(const ConfigNode& node, RegistryConfig* r) {
       r->aliases.push_back(std::move(alias));
     }
   }
-  if (r->model.empty() && (node.Has("branch") || node.Has("aliases"))) {
-    return node.Error("registry.branch and registry.aliases need registry.model");
+  if (r->model.empty() && (node.Has("branch") || node.Has("aliases") || r->best)) {
+    return node.Error("registry.branch, registry.aliases and registry.best need registry.model");
   }
   return Status::Ok();
 }

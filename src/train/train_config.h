@@ -115,6 +115,10 @@ struct RegistryConfig {
   std::string branch = "main";
   std::vector<std::string> aliases;  // pointed at the registered version
   bool with_optimizer = false;
+  // Also keep the checkpoint with the best validation top-1 of the run's evaluations (under
+  // <checkpoint.uri>/best/) and register it before the final one, with `best_alias` on it.
+  bool best = false;
+  std::string best_alias = "best";
 };
 
 struct DistConfig {

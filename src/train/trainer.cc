@@ -129,6 +129,7 @@ Status Run::EvaluateAndReport(bool final_eval) {
     if (!out) return InternalError("cannot write " + c_.run_dir + "/eval.json");
   }
   last_eval_ = report;
+  REEL_RETURN_IF_ERROR(KeepIfBest(report));
   return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
 }
 
