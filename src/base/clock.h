@@ -6,9 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 namespace reel {
+
+// "2026-11-29T16:20:01.123Z": UTC, millisecond precision (logs, registry records).
+std::string FormatIso8601Utc(std::chrono::system_clock::time_point time);
 
 class Clock {
  public:

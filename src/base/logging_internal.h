@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock.h"
 #include "base/logging.h"
 
 namespace reel::internal {
@@ -17,8 +18,7 @@ namespace reel::internal {
 //   {"ts":"2026-11-29T16:20:01.123Z","level":"info","logger":"storage","msg":"..."}
 std::unique_ptr<spdlog::formatter> MakeJsonLogFormatter();
 
-// "2026-11-29T16:20:01.123Z": UTC, millisecond precision.
-std::string FormatIso8601Utc(std::chrono::system_clock::time_point time);
+using ::reel::FormatIso8601Utc;  // base/clock.h
 
 // InitLogging, but writing to `target` instead of stderr. kAuto means human format (there is no
 // terminal to ask about). Lets tests capture what Logger(...) writes.

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/hash.h"
 #include "http/auth.h"
 #include "http/message.h"
@@ -15,15 +15,6 @@
 
 namespace reel::registry {
 namespace {
-
-std::string NowUtc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
 
 Status CheckGrantTarget(const std::string& model) {
   return model == "*" ? Status::Ok() : CheckName(model, "model name");
@@ -92,7 +83,8 @@ Result<std::string> AccessControl::AddUser(const std::string& name, bool admin) 
   Status s = db_->Exec(
                     "INSERT INTO registry_users (name, token_hash, admin, created_at) VALUES "
                     "(?, ?, ?, ?)",
-                    {name, http::HashToken(token), int64_t{admin ? 1 : 0}, NowUtc()})
+                    {name, http::HashToken(token), int64_t{admin ? 1 : 0},
+                     FormatIso8601Utc(std::chrono::system_clock::now())})
                  .status();
   if (s.code() == StatusCode::kAlreadyExists) {
     return AlreadyExistsError("registry: user '" + name + "' exists (rotate its token instead)");

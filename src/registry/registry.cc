@@ -7,10 +7,10 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/sync_point.h"
@@ -102,14 +102,8 @@ int64_t LocalRegistry::Impl::NowMs() const {
 }
 
 std::string LocalRegistry::Impl::Now() const {
-  const int64_t ms = NowMs();
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char buf[40];
-  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>(ms % 1000));
-  return buf;
+  return FormatIso8601Utc(
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(NowMs())));
 }
 
 Status LocalRegistry::Impl::RequireModel(const std::string& model) {

@@ -109,15 +109,7 @@ class RemoteRegistry final : public Registry {
   Result<std::vector<VersionId>> Parents(const VersionId& id) override {
     REEL_RETURN_IF_ERROR(CheckName(id.model, "model name"));
     REEL_ASSIGN_OR_RETURN(nlohmann::json doc, Json("GET", VersionPath(id) + "/parents"));
-    return ListOf<VersionId>(
-        doc, "parents", [](const nlohmann::json& j, const std::string& what) -> Result<VersionId> {
-          Result<ModelRef> ref = j.is_string() ? ParseModelUri(j.get<std::string>())
-                                               : Result<ModelRef>(InvalidArgumentError(""));
-          if (!ref.ok() || ref->kind != ModelRef::Kind::kVersion) {
-            return DataLossError(what + ": expected a version URI");
-          }
-          return VersionId{ref->model, ref->version};
-        });
+    return VersionIdsFromJson(doc, id.ToString() + " parents");
   }
 
   Result<std::vector<ModelSummary>> ListModels() override {

@@ -81,19 +81,18 @@ Result<NewVersion> ParseRegistration(const Request& request) {
                                 " bytes of tensors, the header announces " +
                                 std::to_string(weights + optimizer));
   }
-  auto read = [&](uint64_t offset, uint64_t size, const char* what) -> Status {
+  // Uploaded bytes that do not parse are the caller's invalid argument, not damaged data.
+  auto read = [&](uint64_t offset, uint64_t size,
+                  const char* what) -> Result<models::SafetensorsFile> {
     Result<models::SafetensorsFile> file =
         models::ReadSafetensors(std::string_view(body).substr(8 + n + offset, size), what);
     if (!file.ok()) return InvalidArgumentError(file.status().message());
-    if (std::strcmp(what, "uploaded weights") == 0) {
-      nv.weights = std::move(file).value();
-    } else {
-      nv.optimizer = std::move(file).value();
-    }
-    return Status::Ok();
+    return file;
   };
-  REEL_RETURN_IF_ERROR(read(0, weights, "uploaded weights"));
-  if (optimizer > 0) REEL_RETURN_IF_ERROR(read(weights, optimizer, "uploaded optimiser state"));
+  REEL_ASSIGN_OR_RETURN(nv.weights, read(0, weights, "uploaded weights"));
+  if (optimizer > 0) {
+    REEL_ASSIGN_OR_RETURN(nv.optimizer, read(weights, optimizer, "uploaded optimiser state"));
+  }
   if (nv.model.empty()) nv.model = request.params.at("model");
   if (nv.model != request.params.at("model")) {
     return InvalidArgumentError("registration of '" + nv.model + "' sent to model '" +
@@ -252,8 +251,7 @@ Status AddReadRoutes(RegistryService::State& st, http::Router* r) {
       st.Guard(Role::kReader, [](Session& s, const Caller&, const Request& q) -> Result<Response> {
         REEL_ASSIGN_OR_RETURN(VersionId id, VersionOf(q));
         REEL_ASSIGN_OR_RETURN(auto parents, s.registry->Parents(id));
-        return Response::Json(200,
-                              JsonList(parents, [](const VersionId& p) { return p.ToString(); }));
+        return Response::Json(200, VersionIdsJson(parents));
       })));
   for (const char* part : {"weights", "optimizer"}) {
     const bool weights = std::strcmp(part, "weights") == 0;

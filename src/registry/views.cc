@@ -9,9 +9,14 @@
 namespace reel::registry {
 namespace {
 
-nlohmann::json Ids(const std::vector<VersionId>& ids) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const VersionId& id : ids) out.push_back(id.ToString());
+// Tags as JSON sends them: an object of strings. DataLoss naming `what` otherwise.
+Result<std::map<std::string, std::string>> TagsFromJson(const nlohmann::json& tags,
+                                                        const std::string& what) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : tags.items()) {
+    if (!value.is_string()) return DataLossError(what + "." + key + ": expected a string");
+    out[key] = value.get<std::string>();
+  }
   return out;
 }
 
@@ -29,7 +34,7 @@ nlohmann::json VersionJson(const VersionInfo& v, bool manifests) {
                       {"author", v.author},
                       {"created_at", v.created_at},
                       {"message", v.message},
-                      {"parents", Ids(v.parents)},
+                      {"parents", VersionIdsJson(v.parents)},
                       {"tags", v.tags},
                       {"architecture", v.architecture},
                       {"metrics", v.metrics},
@@ -79,18 +84,8 @@ Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& 
     if (!g->ok()) return DataLossError(g->error());
   }
   if (!f.ok()) return DataLossError(f.error());
-  for (const nlohmann::json& p : parents) {
-    Result<ModelRef> ref = p.is_string() ? ParseModelUri(p.get<std::string>())
-                                         : Result<ModelRef>(InvalidArgumentError("not a string"));
-    if (!ref.ok() || ref->kind != ModelRef::Kind::kVersion) {
-      return DataLossError(what + ".parents: expected version URIs");
-    }
-    v.parents.push_back({ref->model, ref->version});
-  }
-  for (const auto& [key, value] : tags.items()) {
-    if (!value.is_string()) return DataLossError(what + ".tags." + key + ": expected a string");
-    v.tags[key] = value.get<std::string>();
-  }
+  REEL_ASSIGN_OR_RETURN(v.parents, VersionIdsFromJson(parents, what + ".parents"));
+  REEL_ASSIGN_OR_RETURN(v.tags, TagsFromJson(tags, what + ".tags"));
   if (const auto it = j["weights"].find("manifest"); it != j["weights"].end()) {
     REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(it->dump(), what + ".weights.manifest"));
   }
@@ -164,9 +159,28 @@ PushStats PushStatsFromJson(const nlohmann::json& j) {
           static_cast<int>(get("chunks_written")), static_cast<int>(get("deltas_written"))};
 }
 
+nlohmann::json VersionIdsJson(const std::vector<VersionId>& ids) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const VersionId& id : ids) out.push_back(id.ToString());
+  return out;
+}
+
+Result<std::vector<VersionId>> VersionIdsFromJson(const nlohmann::json& uris,
+                                                  const std::string& what) {
+  if (!uris.is_array()) return DataLossError(what + ": expected an array of version URIs");
+  std::vector<VersionId> out;
+  for (const nlohmann::json& u : uris) {
+    Result<ModelRef> ref = u.is_string() ? ParseModelUri(u.get<std::string>())
+                                         : Result<ModelRef>(InvalidArgumentError("not a string"));
+    if (!ref.ok() || ref->kind != ModelRef::Kind::kVersion) {
+      return DataLossError(what + ": expected version URIs (models:/NAME/N), got " + u.dump());
+    }
+    out.push_back({ref->model, ref->version});
+  }
+  return out;
+}
+
 nlohmann::json NewVersionJson(const NewVersion& v) {
-  nlohmann::json parents = nlohmann::json::array();
-  for (const VersionId& p : v.parents) parents.push_back(p.ToString());
   return {{"model", v.model},
           {"branch", v.branch},
           {"architecture", v.architecture},
@@ -174,7 +188,7 @@ nlohmann::json NewVersionJson(const NewVersion& v) {
           {"metrics", v.metrics},
           {"dataset", {{"uri", v.dataset_uri}, {"manifest_sha256", v.dataset_hash}}},
           {"code", {{"commit", v.code_commit}, {"dirty", v.code_dirty}}},
-          {"parents", parents},
+          {"parents", VersionIdsJson(v.parents)},
           {"message", v.message},
           {"tags", v.tags},
           {"recipe", v.recipe},
@@ -202,21 +216,13 @@ Status NewVersionFromJson(const nlohmann::json& j, NewVersion* v) {
   for (JsonFields* g : {&f, &dataset, &code}) {
     if (!g->ok()) return InvalidArgumentError(g->error());
   }
-  for (const nlohmann::json& p : parents) {
-    if (!p.is_string()) return InvalidArgumentError("registration.parents: expected URIs");
-    REEL_ASSIGN_OR_RETURN(ModelRef ref, ParseModelUri(p.get<std::string>()));
-    if (ref.kind != ModelRef::Kind::kVersion) {
-      return InvalidArgumentError("registration.parents: " + ref.ToString() +
-                                  " is not a version URI");
-    }
-    v->parents.push_back({ref.model, ref.version});
-  }
-  for (const auto& [key, value] : tags.items()) {
-    if (!value.is_string()) {
-      return InvalidArgumentError("registration.tags." + key + ": expected a string");
-    }
-    v->tags[key] = value.get<std::string>();
-  }
+  // The caller sent these: a bad one is its invalid argument, not damaged data.
+  Result<std::vector<VersionId>> ids = VersionIdsFromJson(parents, "registration.parents");
+  if (!ids.ok()) return InvalidArgumentError(ids.status().message());
+  Result<std::map<std::string, std::string>> t = TagsFromJson(tags, "registration.tags");
+  if (!t.ok()) return InvalidArgumentError(t.status().message());
+  v->parents = std::move(ids).value();
+  v->tags = std::move(t).value();
   return Status::Ok();
 }
 

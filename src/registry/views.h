@@ -18,6 +18,10 @@ Result<BranchInfo> BranchFromJson(const nlohmann::json& j, const std::string& wh
 Result<BranchEvent> BranchEventFromJson(const nlohmann::json& j, const std::string& what);
 Result<AliasInfo> AliasFromJson(const nlohmann::json& j, const std::string& what);
 Result<AliasEvent> AliasEventFromJson(const nlohmann::json& j, const std::string& what);
+// Version ids as a JSON array of URIs ("models:/clf/3"), and back (DataLoss naming `what`).
+nlohmann::json VersionIdsJson(const std::vector<VersionId>& ids);
+Result<std::vector<VersionId>> VersionIdsFromJson(const nlohmann::json& uris,
+                                                  const std::string& what);
 nlohmann::json PushStatsJson(const PushStats& s);
 PushStats PushStatsFromJson(const nlohmann::json& j);
 
