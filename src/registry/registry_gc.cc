@@ -100,7 +100,7 @@ class GcLease {
 
  private:
   Status Write(int64_t generation, std::optional<int64_t> until,
-               std::optional<std::string> holder) {
+               const std::optional<std::string>& holder) {
     auto value = [](const auto& v) { return v ? db::Value(*v) : db::Value(std::monostate{}); };
     return im_.db()
         .Exec("UPDATE registry_gc SET generation = ?, lease_until_ms = ?, holder = ? WHERE id = 1",
