@@ -88,6 +88,8 @@ struct Args {
   int list_versions = 10000;
   int repeat = 3;        // runs per throughput figure (median)
   int list_repeat = 20;  // runs per listing figure (median)
+  int max_chain = 8;     // WeightStoreOptions: deltas in a row before a chunk is stored whole
+  int pull_threads = 0;  // WeightStoreOptions::threads: 0, one per core
   bool peers = true;
   bool keep = false;
 };
@@ -96,7 +98,8 @@ constexpr char kUsage[] =
     "usage: registry_bench [--work DIR] [--json FILE] [--reel PATH] [--threads N] [--batch N]\n"
     "                      [--frames N] [--size N] [--steps N] [--finetune-steps N]\n"
     "                      [--optimizer adamw|sgd] [--lr X] [--list-versions N] [--repeat N]\n"
-    "                      [--list-repeat N] [--no-peers] [--keep]\n";
+    "                      [--list-repeat N] [--max-chain N] [--pull-threads N] [--no-peers]\n"
+    "                      [--keep]\n";
 
 Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
   char* end = nullptr;
@@ -120,7 +123,9 @@ Result<Args> ParseArgs(int argc, char** argv) {
                                       {"--finetune-steps", &a.finetune_steps},
                                       {"--list-versions", &a.list_versions},
                                       {"--repeat", &a.repeat},
-                                      {"--list-repeat", &a.list_repeat}};
+                                      {"--list-repeat", &a.list_repeat},
+                                      {"--max-chain", &a.max_chain},
+                                      {"--pull-threads", &a.pull_threads}};
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-peers") {
@@ -622,11 +627,14 @@ std::map<int, uint64_t> DepthBytes(const reel::registry::WeightManifest& m) {
 
 class StorageRun {
  public:
-  StorageRun(std::string work, bool peers) : work_(std::move(work)), peers_on_(peers) {}
+  StorageRun(std::string work, bool peers, reel::registry::WeightStoreOptions weights)
+      : work_(std::move(work)), peers_on_(peers), weights_(weights) {}
 
   Status Init() {
     REEL_RETURN_IF_ERROR(MakeFolder(work_ + "/versions"));
-    REEL_ASSIGN_OR_RETURN(registry_, Registry::Open(work_ + "/registry"));
+    reel::registry::RegistryOptions options;
+    options.weights = weights_;
+    REEL_ASSIGN_OR_RETURN(registry_, Registry::Open(work_ + "/registry", options));
     if (!peers_on_) return Status::Ok();
     const std::string log = work_ + "/peers.log";
     peers_.push_back(std::make_unique<GitLfsPeer>(work_ + "/git-lfs", log));
@@ -702,6 +710,7 @@ class StorageRun {
 
   std::string work_;
   bool peers_on_;
+  reel::registry::WeightStoreOptions weights_;
   std::unique_ptr<Registry> registry_;
   std::vector<std::unique_ptr<Peer>> peers_;
 };
@@ -1195,7 +1204,10 @@ Status Run(const Args& args) {
   if (!fs::exists(reel_cli)) return reel::NotFoundError("no reel CLI at " + reel_cli + " (--reel)");
   Progress("scratch folder " + work);
 
-  StorageRun storage(work, args.peers);
+  reel::registry::WeightStoreOptions weights;
+  weights.max_chain = args.max_chain;
+  weights.threads = args.pull_threads;
+  StorageRun storage(work, args.peers, weights);
   REEL_RETURN_IF_ERROR(storage.Init());
   REEL_ASSIGN_OR_RETURN(Scenarios s, RunScenarios(args, storage));
   std::vector<std::string> tools = {"Reel", "safetensors file"};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `unit` label built in Debug with AddressSanitizer + UndefinedBehaviorSanitizer, and the
 # concurrency tests (thread pool and sync points, caching store, loader, process groups and
-# reducer) with ThreadSanitizer, each in its own build folder. CI runs it after scripts/test.sh.
+# reducer, the HTTP layer, the registry's parallel pulls, its server and garbage collector) with
+# ThreadSanitizer, each in its own build folder. CI runs it after scripts/test.sh.
 # Usage: scripts/test-sanitizers.sh [address|thread|all (default)] [CTEST_ARGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ if [[ "$which" != thread ]]; then
 fi
 [[ "$which" == address ]] && exit 0
 
-TSAN_TESTS=(base_test storage_unit_test loader_test dist_torch_test http_test)
+TSAN_TESTS=(base_test storage_unit_test loader_test dist_torch_test http_test registry_test)
 configure build-tsan thread
 ninja -C build-tsan "${TSAN_TESTS[@]}"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \

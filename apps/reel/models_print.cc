@@ -107,10 +107,14 @@ nlohmann::json AliasesJson(const std::vector<registry::AliasInfo>& aliases,
 void PrintRegistered(const VersionInfo& v, const registry::PushStats& stats) {
   std::printf(
       "registered %s on branch %s: %d tensors, %s; stored %s new (%d of %d chunks, %d as "
-      "deltas)\n",
+      "deltas)",
       v.id.ToString().c_str(), v.branch.c_str(), static_cast<int>(v.weights.tensors.size()),
       Bytes(v.weight_bytes).c_str(), Bytes(stats.stored_bytes).c_str(), stats.chunks_written,
       stats.chunks, stats.deltas_written);
+  if (stats.uploaded_bytes > 0) {  // through a server: what went over the network
+    std::printf("; sent %d chunks, %s", stats.chunks_uploaded, Bytes(stats.uploaded_bytes).c_str());
+  }
+  std::printf("\n");
 }
 
 void PrintModels(const std::vector<registry::ModelSummary>& models) {

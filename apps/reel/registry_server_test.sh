@@ -68,6 +68,29 @@ check "and no version" bash -c "'$REEL' models ls --registry '$LOCAL' --json | p
 check "the rerun registers" bash -c "'$REEL' models register clf '$CKPT' --registry '$LOCAL' > '$WORK/out'"
 check "writing only the 65 chunks the killed push had not" grep -q "(65 of 128 chunks" "$WORK/out"
 check "and pulls bit-exact" bash -c "'$REEL' models export models:/clf/1 '$WORK/export2' --registry '$LOCAL' && cmp -s '$WORK/export2/model.safetensors' '$CKPT/step-0000000004/model.safetensors'"
+
+# The same through a server: the server dies by SIGKILL after storing 40 chunks; restarted, it
+# is sent only the 65 it lacks.
+serve_crashing_at() { # serve_crashing_at POINT: a --no-auth server on $WORK/served2 as fd 4
+  exec 4< <(REEL_CRASH_AT="$1" exec "$REEL" registry serve --no-auth --registry "$WORK/served2" --port 0 2>> "$WORK/serve2.err")
+  SERVER_PID=$!
+  read -r first <&4
+  URL=${first#listening on }
+}
+serve_crashing_at WeightStore::PushChunk:Written:40
+REEL_REGISTRY_URI="$URL" "$REEL" models register clf "$CKPT" > /dev/null 2>&1; code=$?
+check "a push whose server dies fails" test "$code" -ne 0
+wait "$SERVER_PID"; code=$?
+check "the server was killed by SIGKILL" test "$code" -eq 137
+exec 4<&-
+serve_crashing_at ""
+check "the rerun through the restarted server registers" bash -c "REEL_REGISTRY_URI='$URL' '$REEL' models register clf '$CKPT' > '$WORK/out'"
+check "sending only the 65 chunks the server lacked" grep -q "(65 of 128 chunks, .*; sent 65 chunks" "$WORK/out"
+check "and pulls bit-exact through it" bash -c "REEL_REGISTRY_URI='$URL' '$REEL' models export models:/clf/1 '$WORK/export3' && cmp -s '$WORK/export3/model.safetensors' '$CKPT/step-0000000004/model.safetensors'"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID"
+exec 4<&-
+
 REEL_CRASH_AT=nonsense "$REEL" models ls --registry "$LOCAL" 2> /dev/null; code=$?
 check "a malformed REEL_CRASH_AT exits 3" test "$code" -eq 3
 finish

@@ -59,6 +59,23 @@ std::string HexEncode(std::string_view bytes) {
   return out;
 }
 
+std::optional<std::string> HexDecode(std::string_view hex) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<char>(hi << 4 | lo);
+  }
+  return out;
+}
+
 std::string Base64Encode(std::string_view bytes) {
   // EVP_EncodeBlock takes an int length, so large inputs go through in chunks; a multiple of 3
   // bytes encodes without padding, which keeps the concatenation equal to one encoding.

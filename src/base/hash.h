@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,8 @@ std::string Sha256Hex(std::string_view data);  // 64 lower-case hex digits
 std::string Sha256Raw(std::string_view data);  // the 32-byte digest
 
 std::string HexEncode(std::string_view bytes);
+// The bytes of an even run of hex digits (either case); nullopt for anything else.
+std::optional<std::string> HexDecode(std::string_view hex);
 std::string Base64Encode(std::string_view bytes);
 
 // Incremental hashing for streams: Update many times, then Finish once.

@@ -45,6 +45,15 @@ TEST(HashTest, HexEncode) {
   EXPECT_EQ(HexEncode(std::string("\x00\x01\xab\xff", 4)), "0001abff");
 }
 
+TEST(HashTest, HexDecodeInvertsHexEncodeAndRefusesNonHex) {
+  EXPECT_EQ(HexDecode("0001abFF"), std::string("\x00\x01\xab\xff", 4));
+  EXPECT_EQ(HexDecode(""), std::string());
+  EXPECT_EQ(HexDecode(HexEncode(Sha256Raw("abc"))), Sha256Raw("abc"));
+  EXPECT_EQ(HexDecode("abc"), std::nullopt);  // odd length
+  EXPECT_EQ(HexDecode("zz"), std::nullopt);
+  EXPECT_EQ(HexDecode("0g"), std::nullopt);
+}
+
 TEST(HashTest, Sha256RawIsTheDigestBytes) {
   EXPECT_EQ(Sha256Raw("abc").size(), 32u);
   EXPECT_EQ(HexEncode(Sha256Raw("abc")), Sha256Hex("abc"));

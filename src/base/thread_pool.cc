@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "base/sync_point.h"
@@ -47,6 +48,33 @@ void ThreadPool::WorkerLoop() {
     // escapes into this thread.
     job();
   }
+}
+
+Status ParallelFor(ThreadPool& pool, size_t parallelism, size_t n,
+                   const std::function<Status(size_t)>& fn) {
+  if (n == 0) return Status::Ok();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&] {
+    while (!failed.load()) {
+      const size_t i = next++;
+      if (i >= n) return;
+      Status status = fn(i);
+      if (!status.ok()) {
+        std::lock_guard lock(mu);
+        if (first_error.ok()) first_error = std::move(status);
+        failed = true;
+      }
+    }
+  };
+  const size_t helpers = std::min(n, std::max<size_t>(parallelism, 1)) - 1;
+  std::vector<std::future<void>> futures;
+  for (size_t i = 0; i < helpers; ++i) futures.push_back(pool.Submit(worker));
+  worker();
+  for (auto& future : futures) future.get();
+  return first_error;
 }
 
 }  // namespace reel

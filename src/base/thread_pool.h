@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/status.h"
+
 namespace reel {
 
 class ThreadPool {
@@ -46,5 +48,11 @@ class ThreadPool {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
+
+// Runs fn(0..n-1) on the calling thread plus up to parallelism-1 of `pool`'s threads, stopping at
+// the first error, which it returns. The caller works too, so a busy pool can slow it but never
+// deadlock it (fn may itself run on a pool thread).
+Status ParallelFor(ThreadPool& pool, size_t parallelism, size_t n,
+                   const std::function<Status(size_t)>& fn);
 
 }  // namespace reel

@@ -166,5 +166,28 @@ TEST(ThreadPoolTest, SingleWorkerRunsInFifoOrder) {
   EXPECT_EQ(order, expected);
 }
 
+TEST(ParallelForTest, RunsEveryIndexOnceAcrossThreads) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> seen(1000);
+  ASSERT_TRUE(ParallelFor(pool, 4, seen.size(), [&](size_t i) {
+                ++seen[i];
+                return Status::Ok();
+              }).ok());
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].load(), 1) << i;
+  EXPECT_TRUE(ParallelFor(pool, 4, 0, [](size_t) { return InternalError("never"); }).ok());
+}
+
+TEST(ParallelForTest, StopsAtTheFirstErrorAndReturnsIt) {
+  ThreadPool pool(2);
+  std::atomic<int> calls{0};
+  const Status s = ParallelFor(pool, 1, 100, [&](size_t i) {
+    ++calls;
+    return i == 10 ? NotFoundError("piece 10") : Status::Ok();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "piece 10");
+  EXPECT_EQ(calls.load(), 11) << "one thread: indices in order, none after the failure";
+}
+
 }  // namespace
 }  // namespace reel

@@ -10,6 +10,22 @@ namespace {
 struct FreeCCtx {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
 };
+struct FreeDCtx {
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+
+// One context of each kind per thread: creating one per call allocated and zeroed its tables
+// for every 4 MB registry chunk. Null when zstd could not allocate one.
+ZSTD_CCtx* ThreadCCtx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
+  if (cctx != nullptr) ZSTD_CCtx_reset(cctx.get(), ZSTD_reset_session_and_parameters);
+  return cctx.get();
+}
+ZSTD_DCtx* ThreadDCtx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
+  if (dctx != nullptr) ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_and_parameters);
+  return dctx.get();
+}
 
 std::string Prefix(std::string_view what) { return std::string(what) + ": "; }
 
@@ -26,15 +42,15 @@ Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std
     return InvalidArgumentError(std::to_string(data.size()) +
                                 " bytes are too many for one zstd frame");
   }
-  std::unique_ptr<ZSTD_CCtx, FreeCCtx> cctx(ZSTD_createCCtx());
+  ZSTD_CCtx* cctx = ThreadCCtx();
   if (cctx == nullptr) return InternalError("zstd: cannot create a compression context");
-  size_t rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, options.level);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
-  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  size_t rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.level);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
   const size_t start = out->size();
   out->resize(start + bound);
   if (!ZSTD_isError(rc)) {
-    rc = ZSTD_compress2(cctx.get(), out->data() + start, bound, data.data(), data.size());
+    rc = ZSTD_compress2(cctx, out->data() + start, bound, data.data(), data.size());
   }
   if (ZSTD_isError(rc)) {
     out->resize(start);
@@ -70,7 +86,19 @@ Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
                                   std::to_string(max_size));
   }
   std::string out(static_cast<size_t>(content), '\0');
-  const size_t rc = ZSTD_decompress(out.data(), out.size(), frame.data(), frame.size());
+  REEL_RETURN_IF_ERROR(ZstdDecompressInto(frame, out.data(), out.size(), what));
+  return out;
+}
+
+Status ZstdDecompressInto(std::string_view frame, char* out, size_t size, std::string_view what) {
+  REEL_ASSIGN_OR_RETURN(uint64_t content, ZstdContentSize(frame, what));
+  if (content != size) {
+    return DataLossError(Prefix(what) + "zstd frame holds " + std::to_string(content) + " bytes, " +
+                         std::to_string(size) + " expected");
+  }
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  if (dctx == nullptr) return InternalError("zstd: cannot create a decompression context");
+  const size_t rc = ZSTD_decompressDCtx(dctx, out, size, frame.data(), frame.size());
   if (ZSTD_isError(rc)) {
     return DataLossError(Prefix(what) + "zstd decompression failed: " + ZSTD_getErrorName(rc));
   }
@@ -78,7 +106,7 @@ Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
     return DataLossError(Prefix(what) + "zstd frame decompressed to " + std::to_string(rc) +
                          " bytes, " + std::to_string(content) + " recorded");
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace reel

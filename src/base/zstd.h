@@ -1,7 +1,7 @@
 // zstd frames as Reel stores them: one frame per payload, with its content size recorded (so a
 // reader checks the size before it allocates) and zstd's checksum (so a flipped bit is DataLoss,
 // not wrong bytes). Used by the dataset's frames payloads and the registry's weight chunks.
-// Thread-safety: free functions, reentrant (each call has its own context).
+// Thread-safety: free functions, reentrant (each thread keeps its own zstd contexts).
 #pragma once
 
 #include <cstdint>
@@ -29,5 +29,10 @@ Result<uint64_t> ZstdContentSize(std::string_view frame, std::string_view what);
 // corrupt frame or a checksum mismatch.
 Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
                                    std::string_view what);
+
+// Decodes `frame`, which must be exactly one frame of exactly `size` bytes, into out[0, size):
+// for callers that reuse one buffer. Errors: DataLoss (naming `what`) for a corrupt frame, a
+// checksum mismatch or another content size.
+Status ZstdDecompressInto(std::string_view frame, char* out, size_t size, std::string_view what);
 
 }  // namespace reel

@@ -70,5 +70,19 @@ TEST(ZstdTest, RefusesToDecodeOverTheLimit) {
   EXPECT_OK(ZstdDecompress(frame, 10000, "t"));
 }
 
+TEST(ZstdTest, DecodesIntoABufferOfExactlyTheFramesSize) {
+  const std::string data = Noisy(5000);
+  const std::string frame = Compress(data, 1);
+  std::string out(data.size(), '\0');
+  ASSERT_OK(ZstdDecompressInto(frame, out.data(), out.size(), "t"));
+  EXPECT_EQ(out, data);
+  // Twice on one thread: the thread's reused context starts clean each call.
+  ASSERT_OK(ZstdDecompressInto(Compress("again", 9), out.data(), 5, "t"));
+  EXPECT_EQ(out.substr(0, 5), "again");
+  const Status wrong = ZstdDecompressInto(frame, out.data(), data.size() - 1, "chunk 3");
+  EXPECT_STATUS(wrong, StatusCode::kDataLoss);
+  EXPECT_NE(wrong.message().find("chunk 3"), std::string::npos) << wrong.ToString();
+}
+
 }  // namespace
 }  // namespace reel

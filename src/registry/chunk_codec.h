@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -35,10 +36,12 @@ struct ChunkHeader {
   std::string base_sha256;  // delta only: 64 hex digits of the base chunk's raw bytes
 };
 
-// The base of a delta: its raw bytes and its own chain depth.
+// The base of a delta: its raw bytes, its own chain depth, and its address (64 hex digits) when
+// the caller knows it (else EncodeChunk hashes `raw`).
 struct DeltaBase {
   std::string_view raw;
   int depth = 0;
+  std::string_view sha256;
 };
 inline constexpr int kMaxChunkDepth = 65535;
 // The longest header (a delta's): a read of this many bytes is enough for ReadChunkHeader.
@@ -65,5 +68,19 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
 // given to a full chunk. The caller checks the result's SHA-256 against the chunk's address.
 Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
                                 std::string_view what);
+
+// The raw bytes of the last chunk of `chain`: a full chunk, then deltas each taken against the
+// chunk before it (oldest first), as a read fetched them by their base addresses. Decoded at
+// once: regrouping by significance is a permutation, so it commutes with XOR and the planes of
+// the last chunk are the XOR of every link's planes; the bytes are regrouped once, not once per
+// link. Errors: InvalidArgument for an empty chain; DataLoss (naming `what`) for a damaged link,
+// a chain that does not start full, or links of different sizes or widths. Intermediate links
+// are not checked against their addresses: the caller checks the result's SHA-256 against the
+// last chunk's address, and decodes link by link with DecodeChunk to name a damaged one.
+Result<std::string> DecodeChain(const std::vector<std::string_view>& chain, std::string_view what);
+// The same into out[0, size), where the caller wants the bytes (a tensor's buffer); DataLoss when
+// the chain holds another size.
+Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_view what, char* out,
+                       size_t size);
 
 }  // namespace reel::registry

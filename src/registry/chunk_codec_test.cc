@@ -9,6 +9,7 @@
 
 #include "base/hash.h"
 #include "base/random.h"
+#include "base/zstd.h"
 #include "testing/status_matchers.h"
 
 namespace reel::registry {
@@ -56,10 +57,38 @@ TEST(ChunkCodecTest, FullChunksRoundTripForEveryWidth) {
   }
 }
 
+// The stored bytes are the documented layout, whichever kernel made them (chunks written by one
+// build are read by another): zstd of every element's byte 0, then byte 1, and so on, of raw
+// XOR base for a delta.
+TEST(ChunkCodecTest, PlanesAreTheDocumentedLayout) {
+  for (int width : {1, 2, 4, 8}) {
+    const size_t n = 1000 + 13;  // SIMD blocks and a tail
+    const std::string raw = RandomBytes(n * width, 40 + width);
+    const std::string base = RandomBytes(n * width, 50 + width);
+    std::string want_full(raw.size(), '\0'), want_delta(raw.size(), '\0');
+    for (size_t i = 0; i < n; ++i) {
+      for (int p = 0; p < width; ++p) {
+        want_full[p * n + i] = raw[i * width + p];
+        want_delta[p * n + i] = static_cast<char>(raw[i * width + p] ^ base[i * width + p]);
+      }
+    }
+    const DeltaBase b{base, 0, {}};
+    ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk(raw, width, nullptr));
+    ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, width, &b));
+    ASSERT_OK_AND_ASSIGN(std::string full_planes, ZstdDecompress(full.substr(16), raw.size(), "c"));
+    ASSERT_OK_AND_ASSIGN(std::string delta_planes,
+                         ZstdDecompress(delta.substr(16 + 32), raw.size(), "c"));
+    EXPECT_EQ(full_planes, want_full) << "width " << width;
+    EXPECT_EQ(delta_planes, want_delta) << "width " << width;
+    ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(delta, base, "c"));
+    EXPECT_EQ(back, raw) << "width " << width;
+  }
+}
+
 TEST(ChunkCodecTest, DeltasRoundTripBitExactAndNameTheirBase) {
   const std::string base = AsBytes(Weights(50000, 1));
   const std::string raw = AsBytes(FineTuned(Weights(50000, 1), 1e-3, 2));
-  const DeltaBase b{base, 2};
+  const DeltaBase b{base, 2, {}};
   ASSERT_OK_AND_ASSIGN(std::string enc, EncodeChunk(raw, 4, &b));
   ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(enc, "c"));
   EXPECT_EQ(h.form, ChunkForm::kDelta);
@@ -69,10 +98,72 @@ TEST(ChunkCodecTest, DeltasRoundTripBitExactAndNameTheirBase) {
   EXPECT_EQ(back, raw);
 }
 
+TEST(ChunkCodecTest, ADeltaTakesItsBasesAddressWhenGivenIt) {
+  const std::string base = AsBytes(Weights(1000, 5)), raw = AsBytes(Weights(1000, 6));
+  const std::string address = Sha256Hex(base);
+  const DeltaBase hashed{base, 0, {}}, given{base, 0, address};
+  ASSERT_OK_AND_ASSIGN(std::string a, EncodeChunk(raw, 4, &hashed));
+  ASSERT_OK_AND_ASSIGN(std::string b, EncodeChunk(raw, 4, &given));
+  EXPECT_EQ(a, b);
+  const DeltaBase bad{base, 0, "not-hex"}, short_hash{base, 0, "abcd"};
+  EXPECT_STATUS(EncodeChunk(raw, 4, &bad), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeChunk(raw, 4, &short_hash), StatusCode::kInvalidArgument);
+}
+
+// Versions 0..4 of one chunk, each a fine-tune of the one before, stored as a full chunk and a
+// chain of four deltas.
+struct Chain {
+  std::vector<std::string> raw, encoded;
+  std::vector<std::string_view> Links(size_t n) const {
+    return std::vector<std::string_view>(encoded.begin(), encoded.begin() + n);
+  }
+};
+Chain MakeChain(int width) {
+  Chain c;
+  std::vector<float> w = Weights(30001, 7);  // an odd size: not whole 8-byte words
+  for (int v = 0; v < 5; ++v) {
+    if (v > 0) w = FineTuned(w, 1e-3, 10 + v);
+    c.raw.push_back(AsBytes(w));
+    const DeltaBase base{v > 0 ? std::string_view(c.raw[v - 1]) : "", v - 1, {}};
+    Result<std::string> enc = EncodeChunk(c.raw[v], width, v > 0 ? &base : nullptr);
+    EXPECT_OK(enc);
+    c.encoded.push_back(enc.ok() ? *enc : "");
+  }
+  return c;
+}
+
+TEST(ChunkCodecTest, AChainDecodesAtOnceToItsLastChunk) {
+  for (int width : {1, 2, 4}) {
+    const Chain c = MakeChain(width);
+    for (size_t n = 1; n <= c.raw.size(); ++n) {
+      ASSERT_OK_AND_ASSIGN(std::string raw, DecodeChain(c.Links(n), "c"));
+      EXPECT_EQ(raw, c.raw[n - 1]) << "width " << width << ", " << n << " links";
+    }
+  }
+}
+
+TEST(ChunkCodecTest, ABrokenChainIsDataLoss) {
+  const Chain c = MakeChain(4);
+  EXPECT_STATUS(DecodeChain({}, "c"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(DecodeChain({c.encoded[1], c.encoded[2]}, "c"), StatusCode::kDataLoss)
+      << "starts with a delta";
+  EXPECT_STATUS(DecodeChain({c.encoded[0], c.encoded[0]}, "c"), StatusCode::kDataLoss)
+      << "a full chunk in the middle";
+  const DeltaBase small{c.raw[0].substr(4), 0, {}};
+  ASSERT_OK_AND_ASSIGN(std::string small_delta, EncodeChunk(c.raw[1].substr(4), 4, &small));
+  EXPECT_STATUS(DecodeChain({c.encoded[0], small_delta}, "c"), StatusCode::kDataLoss)
+      << "links of different sizes";
+  std::string damaged = c.encoded[2];
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 1);
+  const Result<std::string> r = DecodeChain({c.encoded[0], c.encoded[1], damaged}, "tensor w");
+  EXPECT_STATUS(r, StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("tensor w"), std::string::npos) << r.status().ToString();
+}
+
 TEST(ChunkCodecTest, AFineTunedChunkStoresSmallAgainstItsParent) {
   const std::vector<float> parent = Weights(250000, 3);  // 1 MB
   const std::string base = AsBytes(parent), raw = AsBytes(FineTuned(parent, 1e-3, 4));
-  const DeltaBase b{base, 0};
+  const DeltaBase b{base, 0, {}};
   ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk(raw, 4, nullptr));
   ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
   // Sign, exponent and the high mantissa bits do not change: about half the bytes are left.
@@ -88,7 +179,7 @@ TEST(ChunkCodecTest, AFineTunedChunkStoresSmallAgainstItsParent) {
 TEST(ChunkCodecTest, BadArgumentsAreRefused) {
   EXPECT_STATUS(EncodeChunk("abc", 3, nullptr), StatusCode::kInvalidArgument);
   EXPECT_STATUS(EncodeChunk("abc", 2, nullptr), StatusCode::kInvalidArgument);
-  const DeltaBase short_base{"ab", 0}, deepest{"wxyz", kMaxChunkDepth}, base{"wxyz", 0};
+  const DeltaBase short_base{"ab", 0, {}}, deepest{"wxyz", kMaxChunkDepth, {}}, base{"wxyz", 0, {}};
   EXPECT_STATUS(EncodeChunk("abcd", 2, &short_base), StatusCode::kInvalidArgument);
   EXPECT_STATUS(EncodeChunk("abcd", 2, &deepest), StatusCode::kInvalidArgument);
   ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk("abcd", 2, nullptr));

@@ -16,6 +16,7 @@
 #include "base/sync_point.h"
 #include "registry/registry_impl.h"
 #include "storage/local_store.h"
+#include "storage/open.h"
 
 namespace reel::registry {
 namespace {
@@ -207,13 +208,28 @@ Status LocalRegistry::Impl::LogAlias(const std::string& model, const std::string
 LocalRegistry::LocalRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LocalRegistry::~LocalRegistry() = default;
 
-Result<std::unique_ptr<Registry>> Registry::Open(std::unique_ptr<db::Database> db,
+const WeightStore& LocalRegistry::weight_store() const { return impl_->weights(); }
+
+namespace {
+
+Result<std::unique_ptr<LocalRegistry>> OpenLocal(std::unique_ptr<db::Database> db,
                                                  std::shared_ptr<storage::ObjectStore> chunks,
                                                  std::string prefix, RegistryOptions options) {
   REEL_RETURN_IF_ERROR(db::Migrate(*db, "registry", RegistryMigrations()));
   WeightStore weights(std::move(chunks), std::move(prefix), options.weights);
-  return std::unique_ptr<Registry>(new LocalRegistry(std::make_unique<LocalRegistry::Impl>(
-      std::move(db), std::move(weights), std::move(options))));
+  return std::make_unique<LocalRegistry>(
+      std::make_unique<LocalRegistry::Impl>(std::move(db), std::move(weights), std::move(options)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Registry>> Registry::Open(std::unique_ptr<db::Database> db,
+                                                 std::shared_ptr<storage::ObjectStore> chunks,
+                                                 std::string prefix, RegistryOptions options) {
+  REEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<LocalRegistry> r,
+      OpenLocal(std::move(db), std::move(chunks), std::move(prefix), std::move(options)));
+  return std::unique_ptr<Registry>(std::move(r));
 }
 
 namespace {
@@ -248,12 +264,34 @@ Result<std::unique_ptr<db::Database>> OpenRegistryDatabase(const std::string& ur
   return db;
 }
 
-Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
-                                                 RegistryOptions options) {
-  REEL_ASSIGN_OR_RETURN(std::string folder, RegistryFolder(location));
+Result<std::unique_ptr<LocalRegistry>> OpenLocalRegistry(const std::string& uri,
+                                                         const std::string& chunks,
+                                                         RegistryOptions options) {
+  if (IsPostgresUri(uri)) {
+    if (chunks.empty()) {
+      return InvalidArgumentError(
+          "a PostgreSQL registry keeps weights in a store: give --chunks "
+          "URI (or REEL_REGISTRY_CHUNKS)");
+    }
+    REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::Open(uri));
+    REEL_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store, storage::OpenStore(chunks));
+    return OpenLocal(std::move(db), std::move(store), "", std::move(options));
+  }
+  REEL_ASSIGN_OR_RETURN(std::string folder, RegistryFolder(uri));
   REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, OpenRegistryDatabase(folder));
   REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(folder));
-  return Open(std::move(db), std::move(store), "weights/", std::move(options));
+  return OpenLocal(std::move(db), std::move(store), "weights/", std::move(options));
+}
+
+Result<std::unique_ptr<Registry>> Registry::Open(const std::string& location,
+                                                 RegistryOptions options) {
+  if (IsPostgresUri(location)) {
+    return InvalidArgumentError("registry " + location +
+                                ": a PostgreSQL registry is opened with its chunk store");
+  }
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<LocalRegistry> r,
+                        OpenLocalRegistry(location, "", std::move(options)));
+  return std::unique_ptr<Registry>(std::move(r));
 }
 
 Result<std::optional<VersionInfo>> LocalRegistry::Impl::DeltaBase(const NewVersion& nv) {

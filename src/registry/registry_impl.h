@@ -1,5 +1,5 @@
-// Inside the registry (registry*.cc only): the state a Registry holds and the helpers its files
-// share.
+// Inside the registry (the files of src/registry only): the state a Registry holds and the
+// helpers its files share.
 #pragma once
 
 #include <memory>
@@ -13,12 +13,21 @@
 
 namespace reel::registry {
 
+class LocalRegistry;
+
 // The schema's history (registry_schema.cc); each entry is one released step.
 const std::vector<db::Migration>& RegistryMigrations();
 
 // The database of the registry at `uri` (a folder: its registry.db, created when missing; or
 // postgresql://...), its schema brought up to date.
 Result<std::unique_ptr<db::Database>> OpenRegistryDatabase(const std::string& uri);
+
+// The embedded registry at `uri`: a folder, or postgresql://... with its weights in `chunks` (a
+// store URI). Errors: InvalidArgument for a PostgreSQL registry without `chunks`; the
+// database's or store's.
+Result<std::unique_ptr<LocalRegistry>> OpenLocalRegistry(const std::string& uri,
+                                                         const std::string& chunks,
+                                                         RegistryOptions options = {});
 
 // What a push produced, before its version is committed.
 struct PushedWeights {
@@ -65,6 +74,10 @@ class LocalRegistry final : public Registry {
   Result<GcStats> CollectGarbage(const GcOptions& options, const Actor& who) override;
   Result<models::SafetensorsFile> PullWeights(const VersionInfo& version) override;
   Result<models::SafetensorsFile> PullOptimizer(const VersionInfo& version) override;
+
+  // The weights' store: the server (service.cc) answers which chunks it lacks and rebuilds an
+  // upload that sent only those.
+  const WeightStore& weight_store() const;
 
  private:
   std::unique_ptr<Impl> impl_;

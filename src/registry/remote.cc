@@ -1,12 +1,14 @@
 #include "registry/remote.h"
 
 #include <chrono>
+#include <set>
 #include <utility>
 
 #include "base/json.h"
 #include "http/client.h"
 #include "registry/service.h"
 #include "registry/views.h"
+#include "registry/weight_store.h"
 
 namespace reel::registry {
 namespace {
@@ -54,24 +56,33 @@ class RemoteRegistry final : public Registry {
 
   using Registry::Get;
 
+  // Sends only the weight chunks the server lacks: the manifest names them all, the body holds
+  // the bytes of the missing ones (service.h). A rerun after an interrupted push sends only
+  // what the first run did not get stored.
   Result<VersionInfo> Register(const NewVersion& nv, const Actor& who, PushStats* stats,
                                bool* reused) override {
     REEL_RETURN_IF_ERROR(CheckName(nv.model, "model name"));
-    REEL_ASSIGN_OR_RETURN(std::string weights, models::WriteSafetensors(nv.weights));
+    REEL_ASSIGN_OR_RETURN(Upload upload, PrepareUpload(nv));
     std::string optimizer;
     if (nv.optimizer) {
       REEL_ASSIGN_OR_RETURN(optimizer, models::WriteSafetensors(*nv.optimizer));
     }
     nlohmann::json header = NewVersionJson(nv);
-    header["weights_bytes"] = weights.size();
+    header["weights_manifest"] = nlohmann::json::parse(ManifestToJson(upload.manifest));
+    header["weights_sent"] = upload.sent;
+    header["weights_bytes"] = upload.bytes.size();
     header["optimizer_bytes"] = optimizer.size();
     REEL_ASSIGN_OR_RETURN(nlohmann::json answer,
-                          Call("POST", Versions(nv.model), Framed(header, weights, optimizer),
+                          Call("POST", Versions(nv.model), Framed(header, upload.bytes, optimizer),
                                kRegistrationContentType, who));
     if (!answer.is_object() || !answer.contains("version")) {
       return DataLossError(client_.base_url() + ": a registration answer without its version");
     }
-    if (stats != nullptr) *stats = PushStatsFromJson(answer.value("stats", nlohmann::json()));
+    if (stats != nullptr) {
+      *stats = PushStatsFromJson(answer.value("stats", nlohmann::json()));
+      stats->chunks_uploaded = static_cast<int>(upload.sent.size());
+      stats->uploaded_bytes = upload.bytes.size() + optimizer.size();
+    }
     if (reused != nullptr) *reused = answer.value("reused", false);
     return VersionFromJson(answer["version"], "registered version");
   }
@@ -218,6 +229,47 @@ class RemoteRegistry final : public Registry {
 
  private:
   static std::string Model(const std::string& model) { return "/api/v1/models/" + model; }
+
+  // The weights cut as the server cuts them, and the bytes of the chunks it lacks, each once.
+  struct Upload {
+    WeightManifest manifest;
+    std::vector<std::string> sent;  // addresses, in the order of their bytes
+    std::string bytes;
+  };
+  Result<Upload> PrepareUpload(const NewVersion& nv) {
+    REEL_ASSIGN_OR_RETURN(nlohmann::json layout, Json("GET", Model(nv.model) + "/chunks"));
+    const nlohmann::json chunk_bytes = layout.value("chunk_bytes", nlohmann::json());
+    if (!chunk_bytes.is_number_unsigned()) {
+      return DataLossError(client_.base_url() + ": a chunk layout without chunk_bytes");
+    }
+    Upload up;
+    REEL_ASSIGN_OR_RETURN(up.manifest, DescribeChunks(nv.weights, chunk_bytes.get<uint64_t>()));
+    nlohmann::json addresses = nlohmann::json::array();
+    for (const auto& [name, t] : up.manifest.tensors) {
+      for (const ChunkRef& c : t.chunks) addresses.push_back(c.sha256);
+    }
+    const nlohmann::json query = {{"chunks", addresses}};
+    REEL_ASSIGN_OR_RETURN(nlohmann::json answer, Call("POST", Model(nv.model) + "/chunks/missing",
+                                                      query.dump(), "application/json", Actor{}));
+    std::set<std::string> missing;
+    if (!answer.is_object() || !answer.value("missing", nlohmann::json()).is_array()) {
+      return DataLossError(client_.base_url() + ": a missing-chunks answer without its list");
+    }
+    for (const nlohmann::json& a : answer["missing"]) {
+      if (a.is_string()) missing.insert(a.get<std::string>());
+    }
+    for (const auto& [name, t] : up.manifest.tensors) {
+      const models::TensorBytes& tensor = nv.weights.tensors.at(name);
+      const std::vector<std::string_view> pieces = SplitIntoChunks(
+          tensor.data, static_cast<int>(models::DtypeSize(tensor.dtype)), chunk_bytes);
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        if (missing.erase(t.chunks[i].sha256) == 0) continue;  // stored, or sent already
+        up.sent.push_back(t.chunks[i].sha256);
+        up.bytes += pieces[i];
+      }
+    }
+    return up;
+  }
 
   Result<models::SafetensorsFile> Pull(const VersionId& id, const std::string& part) {
     REEL_RETURN_IF_ERROR(CheckName(id.model, "model name"));

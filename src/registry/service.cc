@@ -2,14 +2,18 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "base/hash.h"
 #include "base/json.h"
 #include "http/auth.h"
 #include "registry/access.h"
 #include "registry/registry.h"
+#include "registry/registry_impl.h"
 #include "registry/views.h"
 
 namespace reel::registry {
@@ -20,7 +24,7 @@ using http::Response;
 
 // One io thread's handle on the registry.
 struct Session {
-  std::unique_ptr<Registry> registry;
+  std::unique_ptr<LocalRegistry> registry;
   std::unique_ptr<AccessControl> access;
 };
 
@@ -63,8 +67,56 @@ nlohmann::json JsonList(const std::vector<T>& items, F to_json) {
   return out;
 }
 
+// Uploaded bytes that do not parse are the caller's invalid argument, not damaged data.
+Status AsInvalidArgument(const Status& s) { return s.ok() ? s : InvalidArgumentError(s.message()); }
+
+// The weights of an upload that sent only the chunks the store lacked (service.h): the chunks
+// in `sent_bytes`, each checked against its address, and the stored rest.
+Result<models::SafetensorsFile> AssembleUpload(const nlohmann::json& header,
+                                               std::string_view sent_bytes,
+                                               const WeightStore& store) {
+  Result<WeightManifest> manifest =
+      ManifestFromJson(header["weights_manifest"].dump(), "uploaded weights manifest");
+  REEL_RETURN_IF_ERROR(AsInvalidArgument(manifest.status()));
+  std::map<std::string, uint64_t> sizes;
+  for (const auto& [name, t] : manifest->tensors) {
+    for (const ChunkRef& c : t.chunks) sizes.emplace(c.sha256, c.size);
+  }
+  const nlohmann::json sent = header.value("weights_sent", nlohmann::json::array());
+  if (!sent.is_array()) return InvalidArgumentError("registration: weights_sent is not a list");
+  std::map<std::string, std::string_view> given;
+  uint64_t offset = 0;
+  for (const nlohmann::json& a : sent) {
+    auto it = a.is_string() ? sizes.find(a.get<std::string>()) : sizes.end();
+    if (it == sizes.end())
+      return InvalidArgumentError("registration: a sent chunk not in its manifest");
+    if (it->second > sent_bytes.size() - offset) {
+      return InvalidArgumentError("registration: the chunk bytes end before chunk " + it->first);
+    }
+    const std::string_view raw = sent_bytes.substr(offset, it->second);
+    if (Sha256Hex(raw) != it->first) {
+      return InvalidArgumentError("registration: uploaded chunk " + it->first +
+                                  " does not match its address");
+    }
+    given.emplace(it->first, raw);
+    offset += it->second;
+  }
+  if (offset != sent_bytes.size()) {
+    return InvalidArgumentError("registration: " + std::to_string(sent_bytes.size() - offset) +
+                                " chunk bytes beyond the chunks it names");
+  }
+  Result<models::SafetensorsFile> file = store.Assemble(*manifest, given);
+  if (!file.ok() && file.status().code() == StatusCode::kDataLoss) {
+    // A chunk the client was told is stored is gone (collected meanwhile) or damaged: a rerun
+    // of the push asks again and sends it.
+    return FailedPreconditionError("registration: " + file.status().message() +
+                                   "; push again to send it");
+  }
+  return file;
+}
+
 // The registration body: u64 LE length, JSON, weights, optimiser (service.h).
-Result<NewVersion> ParseRegistration(const Request& request) {
+Result<NewVersion> ParseRegistration(const Request& request, const WeightStore& store) {
   const std::string& body = request.body;
   uint64_t n = 0;
   if (body.size() < 8) return InvalidArgumentError("registration body: shorter than its header");
@@ -81,15 +133,19 @@ Result<NewVersion> ParseRegistration(const Request& request) {
                                 " bytes of tensors, the header announces " +
                                 std::to_string(weights + optimizer));
   }
-  // Uploaded bytes that do not parse are the caller's invalid argument, not damaged data.
+  const std::string_view tensors = std::string_view(body).substr(8 + n);
   auto read = [&](uint64_t offset, uint64_t size,
                   const char* what) -> Result<models::SafetensorsFile> {
     Result<models::SafetensorsFile> file =
-        models::ReadSafetensors(std::string_view(body).substr(8 + n + offset, size), what);
-    if (!file.ok()) return InvalidArgumentError(file.status().message());
+        models::ReadSafetensors(tensors.substr(offset, size), what);
+    REEL_RETURN_IF_ERROR(AsInvalidArgument(file.status()));
     return file;
   };
-  REEL_ASSIGN_OR_RETURN(nv.weights, read(0, weights, "uploaded weights"));
+  if (doc->contains("weights_manifest")) {
+    REEL_ASSIGN_OR_RETURN(nv.weights, AssembleUpload(*doc, tensors.substr(0, weights), store));
+  } else {
+    REEL_ASSIGN_OR_RETURN(nv.weights, read(0, weights, "uploaded weights"));
+  }
   if (optimizer > 0) {
     REEL_ASSIGN_OR_RETURN(nv.optimizer, read(weights, optimizer, "uploaded optimiser state"));
   }
@@ -99,6 +155,25 @@ Result<NewVersion> ParseRegistration(const Request& request) {
                                 request.params.at("model") + "'");
   }
   return nv;
+}
+
+// Which of the addresses in {"chunks": [...]} the store lacks.
+Result<Response> MissingChunks(const WeightStore& store, const Request& request) {
+  REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(request));
+  const nlohmann::json chunks = body.value("chunks", nlohmann::json());
+  if (!chunks.is_array()) return InvalidArgumentError("request body: expected {\"chunks\": [...]}");
+  nlohmann::json missing = nlohmann::json::array();
+  for (const nlohmann::json& a : chunks) {
+    const std::string address = a.is_string() ? a.get<std::string>() : "";
+    const std::optional<std::string> raw = HexDecode(address);
+    if (!raw.has_value() || raw->size() != 32 || address != HexEncode(*raw)) {
+      return InvalidArgumentError("chunk address '" + a.dump() +
+                                  "': expected 64 lower-case hex digits");
+    }
+    REEL_ASSIGN_OR_RETURN(bool stored, store.HasChunk(address));
+    if (!stored) missing.push_back(address);
+  }
+  return Response::Json(200, {{"missing", missing}});
 }
 
 Result<Response> Safetensors(const Result<models::SafetensorsFile>& file) {
@@ -184,7 +259,8 @@ Result<std::unique_ptr<RegistryService>> RegistryService::Open(const ServiceOpti
   state->options = options;
   for (int i = 0; i < options.pool; ++i) {
     auto session = std::make_unique<Session>();
-    REEL_ASSIGN_OR_RETURN(session->registry, OpenRegistry(options.registry_uri, options.chunks));
+    REEL_ASSIGN_OR_RETURN(session->registry,
+                          OpenLocalRegistry(options.registry_uri, options.chunks));
     REEL_ASSIGN_OR_RETURN(session->access, AccessControl::Open(options.registry_uri));
     state->idle.push_back(std::move(session));
   }
@@ -273,17 +349,27 @@ Status AddVersionWriteRoutes(RegistryService::State& st, http::Router* r) {
   const std::string v = "/api/v1/models/{model}/versions";
   REEL_RETURN_IF_ERROR(r->Add(
       "POST", v,
-      st.Guard(Role::kWriter,
-               [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
-                 REEL_ASSIGN_OR_RETURN(NewVersion nv, ParseRegistration(q));
-                 PushStats stats;
-                 bool reused = false;
-                 REEL_ASSIGN_OR_RETURN(VersionInfo info,
-                                       s.registry->Register(nv, c.actor, &stats, &reused));
-                 return Response::Json(reused ? 200 : 201, {{"version", VersionJson(info, true)},
-                                                            {"stats", PushStatsJson(stats)},
-                                                            {"reused", reused}});
-               })));
+      st.Guard(
+          Role::kWriter, [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
+            REEL_ASSIGN_OR_RETURN(NewVersion nv, ParseRegistration(q, s.registry->weight_store()));
+            PushStats stats;
+            bool reused = false;
+            REEL_ASSIGN_OR_RETURN(VersionInfo info,
+                                  s.registry->Register(nv, c.actor, &stats, &reused));
+            return Response::Json(reused ? 200 : 201, {{"version", VersionJson(info, true)},
+                                                       {"stats", PushStatsJson(stats)},
+                                                       {"reused", reused}});
+          })));
+  REEL_RETURN_IF_ERROR(r->Add(
+      "GET", "/api/v1/models/{model}/chunks",
+      st.Guard(Role::kReader, [](Session& s, const Caller&, const Request&) -> Result<Response> {
+        return Response::Json(200, {{"chunk_bytes", s.registry->weight_store().chunk_bytes()}});
+      })));
+  REEL_RETURN_IF_ERROR(
+      r->Add("POST", "/api/v1/models/{model}/chunks/missing",
+             st.Guard(Role::kWriter, [](Session& s, const Caller&, const Request& q) {
+               return MissingChunks(s.registry->weight_store(), q);
+             })));
   REEL_RETURN_IF_ERROR(r->Add(
       "DELETE", v + "/{version}",
       st.Guard(Role::kAdmin, [](Session& s, const Caller& c, const Request& q) -> Result<Response> {

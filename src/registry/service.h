@@ -6,6 +6,10 @@
 //   GET    /models                                     models the caller may read
 //   GET    /models/{m}/versions                        newest first, without manifests
 //   POST   /models/{m}/versions                        register (body below; writer)
+//   GET    /models/{m}/chunks                          {"chunk_bytes"}: how the store cuts tensors
+//   POST   /models/{m}/chunks/missing                  {"chunks": [sha256...]} -> {"missing":
+//   [...]}
+//                                                        (writer)
 //   GET    /models/{m}/resolve?version=N|alias=A|branch=B   {"model", "version"}
 //   GET    /models/{m}/versions/{v}                    with manifests
 //   GET    /models/{m}/versions/{v}/parents            ["models:/m/1", ...]
@@ -22,8 +26,12 @@
 //
 // A registration's body (Content-Type application/vnd.reel.registration): an 8-byte little-endian
 // length N, N bytes of JSON (views.h's NewVersionJson plus "weights_bytes" and
-// "optimizer_bytes"), then the weights' safetensors bytes, then the optimiser's. It answers
-// {"version": <VersionJson with manifests>, "stats": <PushStats>, "reused": bool}.
+// "optimizer_bytes"), then the weights, then the optimiser's safetensors bytes. The weights are
+// a safetensors file, or, when the JSON has "weights_manifest" (weight_store.h's manifest as
+// DescribeChunks makes it) and "weights_sent" (addresses), only the raw bytes of the sent
+// chunks in that order: a client asks /chunks/missing first and sends only what the store
+// lacks; the server takes the rest from the store. It answers {"version": <VersionJson with
+// manifests>, "stats": <PushStats>, "reused": bool}.
 //
 // Callers present `Authorization: Bearer <token>` (access.h); a missing or unknown token is 401,
 // a role too low 403. With `no_auth` every caller is an admin named by its `Reel-User` header

@@ -8,12 +8,15 @@
 #include <memory>
 #include <string>
 
+#include "base/json.h"
 #include "http/client.h"
 #include "http/message.h"
 #include "http/server.h"
 #include "registry/access.h"
 #include "registry/registry_test_util.h"
 #include "registry/remote.h"
+#include "registry/views.h"
+#include "registry/weight_store.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -195,6 +198,67 @@ TEST_F(RegistryServiceTest, BadUploadsAreRefusedAndChangeNothing) {
   EXPECT_STATUS(reg->Get("models:/clf/1"), StatusCode::kNotFound);
   ASSERT_OK_AND_ASSIGN(http::Response health, client.Get("/api/v1/health"));
   EXPECT_EQ(health.status, 200);
+}
+
+TEST_F(RegistryServiceTest, AnUploadSendsOnlyTheChunksTheStoreLacks) {
+  Start(/*no_auth=*/true);
+  std::unique_ptr<Registry> reg = As("");
+  NewVersion first = Version("clf", 1);
+  first.optimizer.reset();
+  uint64_t weight_bytes = 0;
+  for (const auto& [name, t] : first.weights.tensors) weight_bytes += t.data.size();
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(VersionInfo v1, reg->Register(first, Actor{}, &stats));
+  EXPECT_EQ(stats.uploaded_bytes, weight_bytes) << "a new model sends everything";
+
+  NewVersion head_only = first;
+  head_only.weights.tensors["fc.weight"] = Moved(first.weights.tensors["fc.weight"], 1e-3, 3);
+  head_only.parents = {v1.id};
+  ASSERT_OK_AND_ASSIGN(VersionInfo v2, reg->Register(head_only, Actor{}, &stats));
+  EXPECT_EQ(stats.uploaded_bytes, head_only.weights.tensors["fc.weight"].data.size());
+  EXPECT_EQ(stats.chunks_written, 1);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile pulled, reg->PullWeights(v2));
+  ExpectSameFile(pulled, head_only.weights);
+
+  NewVersion again = head_only;
+  again.message = "the same weights on another branch";
+  again.branch = "copy";
+  ASSERT_OK(reg->Register(again, Actor{}, &stats).status());
+  EXPECT_EQ(stats.uploaded_bytes, 0u);
+}
+
+TEST_F(RegistryServiceTest, AnUploadOfMissingOrWrongChunksIsRefused) {
+  Start(/*no_auth=*/true);
+  ASSERT_OK_AND_ASSIGN(http::Client client, http::Client::Make(server_->url()));
+  ASSERT_OK_AND_ASSIGN(WeightManifest manifest, DescribeChunks(Model(5), 4 << 20));
+  const std::string fc = manifest.tensors.at("fc.weight").chunks[0].sha256;
+  auto post = [&](const nlohmann::json& sent, const std::string& bytes) {
+    NewVersion nv;
+    nv.model = "clf";
+    nlohmann::json header = NewVersionJson(nv);
+    header["weights_manifest"] = nlohmann::json::parse(ManifestToJson(manifest));
+    header["weights_sent"] = sent;
+    header["weights_bytes"] = bytes.size();
+    header["optimizer_bytes"] = 0;
+    const std::string json = header.dump();
+    std::string body(8, '\0');
+    for (int i = 0; i < 8; ++i) body[i] = static_cast<char>(json.size() >> (8 * i) & 0xff);
+    auto r =
+        client.Post("/api/v1/models/clf/versions", body + json + bytes, kRegistrationContentType);
+    REEL_CHECK(r.ok()) << r.status().ToString();
+    return http::StatusFromResponse(*r, "register");
+  };
+  EXPECT_STATUS(post(nlohmann::json::array(), ""), StatusCode::kFailedPrecondition)
+      << "chunks neither stored nor sent";
+  EXPECT_STATUS(post({fc}, std::string(8 * 16 * 4, 'x')), StatusCode::kInvalidArgument)
+      << "bytes that are not the chunk they claim";
+  EXPECT_STATUS(post({fc}, "x"), StatusCode::kInvalidArgument) << "bytes cut short";
+  ASSERT_OK_AND_ASSIGN(http::Response bad,
+                       client.Post("/api/v1/models/clf/chunks/missing", R"({"chunks": ["../x"]})",
+                                   "application/json"));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  std::unique_ptr<Registry> reg = As("");
+  EXPECT_STATUS(reg->Get("models:/clf/1"), StatusCode::kNotFound);
 }
 
 TEST_F(RegistryServiceTest, UsersAndGrantsAreKeptAsHashes) {

@@ -3,8 +3,8 @@
 #include <cstdlib>
 
 #include "base/json.h"
+#include "registry/registry_impl.h"
 #include "registry/remote.h"
-#include "storage/open.h"
 
 namespace reel::registry {
 namespace {
@@ -272,15 +272,9 @@ Result<std::unique_ptr<Registry>> OpenRegistry(const std::string& uri, const std
     const char* token = std::getenv("REEL_REGISTRY_TOKEN");
     return OpenRemoteRegistry(uri, token != nullptr ? token : "");
   }
-  if (!starts("postgresql://") && !starts("postgres://")) return Registry::Open(uri, options);
-  if (chunks.empty()) {
-    return InvalidArgumentError(
-        "a PostgreSQL registry keeps weights in a store: give --chunks "
-        "URI (or REEL_REGISTRY_CHUNKS)");
-  }
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::Open(uri));
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectStore> store, storage::OpenStore(chunks));
-  return Registry::Open(std::move(db), std::move(store), "", std::move(options));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<LocalRegistry> local,
+                        OpenLocalRegistry(uri, chunks, std::move(options)));
+  return std::unique_ptr<Registry>(std::move(local));
 }
 
 }  // namespace reel::registry

@@ -1,11 +1,13 @@
 #include "registry/weight_store.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/sync_point.h"
+#include "base/thread_pool.h"
 #include "registry/chunk_codec.h"
 
 namespace reel::registry {
@@ -116,6 +118,34 @@ Result<WeightManifest> ManifestFromJson(std::string_view text, std::string_view 
   return m;
 }
 
+std::vector<std::string_view> SplitIntoChunks(std::string_view data, int width,
+                                              uint64_t chunk_bytes) {
+  const uint64_t per_chunk = std::max<uint64_t>(chunk_bytes / width, 1) * width;
+  std::vector<std::string_view> chunks;
+  for (uint64_t offset = 0; offset < data.size(); offset += per_chunk) {
+    chunks.push_back(data.substr(offset, per_chunk));
+  }
+  return chunks;
+}
+
+Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes) {
+  if (chunk_bytes < 8) return InvalidArgumentError("weight store: chunk_bytes must be at least 8");
+  WeightManifest out;
+  out.metadata = file.metadata;
+  for (const auto& [name, tensor] : file.tensors) {
+    const int width = static_cast<int>(models::DtypeSize(tensor.dtype));
+    if (width == 0)
+      return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + tensor.dtype + "'");
+    TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
+    for (std::string_view raw : SplitIntoChunks(tensor.data, width, chunk_bytes)) {
+      entry.chunks.push_back({Sha256Hex(raw), raw.size(), 0});
+    }
+    entry.id = TensorId(entry.chunks);
+    out.tensors.emplace(name, std::move(entry));
+  }
+  return out;
+}
+
 WeightStore::WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
                          WeightStoreOptions options)
     : store_(std::move(store)), prefix_(std::move(prefix)), options_(options) {}
@@ -144,10 +174,10 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
       }
     }
     TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
-    const uint64_t per_chunk = options_.chunk_bytes / width * width;
-    const std::string_view data = tensor.data;
-    for (uint64_t offset = 0, i = 0; offset < data.size(); offset += per_chunk, ++i) {
-      const std::string_view raw = data.substr(offset, per_chunk);
+    const std::vector<std::string_view> pieces =
+        SplitIntoChunks(tensor.data, width, options_.chunk_bytes);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const std::string_view raw = pieces[i];
       const ChunkRef* base_chunk =
           base != nullptr && i < base->chunks.size() && base->chunks[i].size == raw.size()
               ? &base->chunks[i]
@@ -170,23 +200,23 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
   stats->raw_bytes += raw.size();
   if (base != nullptr && base->sha256 == ref.sha256) return *base;  // unchanged
 
-  const std::string key = ChunkKey(ref.sha256);
-  Result<std::string> stored = store_->GetRange(key, 0, kMaxChunkHeaderBytes);
-  if (stored.ok()) {  // stored before (another tensor, version or an interrupted push)
-    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(*stored, what));
-    ref.depth = h.depth;
+  Result<int> stored_depth = StoredDepth(ref.sha256, what);
+  if (stored_depth.ok()) {  // stored before (another tensor, version or an interrupted push)
+    ref.depth = *stored_depth;
     return ref;
   }
-  if (stored.status().code() != StatusCode::kNotFound) return stored.status();
+  if (stored_depth.status().code() != StatusCode::kNotFound) return stored_depth.status();
 
   // A delta when there is a base to take it against; whole when there is none, the chain is
-  // full, or XOR left nothing to gain (the delta is no smaller than the raw bytes).
+  // full, or XOR left nothing to gain (the delta is no smaller than the raw bytes). The base is
+  // not checked against its address: the delta is taken against the bytes its chain decodes to,
+  // so a read through that same chain gets `raw` back, and the pull checks that.
   ChunkEncodeOptions encode{options_.zstd_level};
   std::string encoded;
   if (base != nullptr && base->depth < options_.max_chain) {
     REEL_ASSIGN_OR_RETURN(std::string base_raw,
-                          ReadChunk(base->sha256, what + " (delta base)", kMaxChunkDepth));
-    const DeltaBase delta_base{base_raw, base->depth};
+                          ReadChunk(base->sha256, what + " (delta base)", Verify::kNone));
+    const DeltaBase delta_base{base_raw, base->depth, base->sha256};
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, &delta_base, encode));
     if (encoded.size() < raw.size()) {
       ref.depth = base->depth + 1;
@@ -198,20 +228,20 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
   if (encoded.empty()) {
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, nullptr, encode));
   }
-  REEL_RETURN_IF_ERROR(store_->Put(key, encoded));
+  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(ref.sha256), encoded));
   REEL_SYNC_POINT("WeightStore::PushChunk:Written");
   ++stats->chunks_written;
   stats->stored_bytes += encoded.size();
   return ref;
 }
 
-// Reads the chain from `sha256` down to its full chunk (each link one less deep: a damaged store
-// cannot make it loop), then decodes it back up, checking every link against its address.
-Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std::string& what,
-                                           int max_depth) const {
-  std::vector<std::pair<std::string, std::string>> chain;  // (address, encoded), newest first
+// Reads the chain from `sha256` down to its full chunk, newest first (each link one less deep: a
+// damaged store cannot make it loop).
+Result<std::vector<std::pair<std::string, std::string>>> WeightStore::FetchChain(
+    const std::string& sha256, const std::string& what) const {
+  std::vector<std::pair<std::string, std::string>> chain;  // (address, encoded)
   std::string address = sha256;
-  int depth = max_depth + 1;
+  int depth = kMaxChunkDepth + 1;
   while (true) {
     Result<std::string> encoded = store_->Get(ChunkKey(address));
     if (!encoded.ok()) {
@@ -225,9 +255,17 @@ Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std:
     }
     depth = h.depth;
     chain.emplace_back(address, std::move(encoded).value());
-    if (h.form == ChunkForm::kFull) break;
+    if (h.form == ChunkForm::kFull) return chain;
     address = h.base_sha256;
   }
+}
+
+namespace {
+
+// The link nearest the full chunk whose decoded bytes do not match its address: what a read
+// whose result failed its check names.
+Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& chain,
+                       const std::string& what) {
   std::string raw;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     REEL_ASSIGN_OR_RETURN(raw, DecodeChunk(it->second, raw, what));
@@ -237,7 +275,48 @@ Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std:
                            ")");
     }
   }
+  return DataLossError(what + ": chunk " + chain.front().first +
+                       " decodes to other bytes through its chain, though every link matches");
+}
+
+}  // namespace
+
+// Decodes a fetched chain at once (DecodeChainInto) into out[0, size) and checks only the result;
+// only a mismatch pays for decoding link by link to name the damaged chunk.
+Status WeightStore::DecodeFetched(const std::vector<std::pair<std::string, std::string>>& chain,
+                                  const std::string& sha256, const std::string& what, Verify verify,
+                                  char* out, size_t size) const {
+  std::vector<std::string_view> links;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) links.emplace_back(it->second);
+  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size));
+  if (verify == Verify::kAddress && Sha256Hex(std::string_view(out, size)) != sha256) {
+    return FindDamagedLink(chain, what);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std::string& what,
+                                           Verify verify) const {
+  REEL_ASSIGN_OR_RETURN(auto chain, FetchChain(sha256, what));
+  REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(chain.front().second, what));
+  std::string raw(h.raw_size, '\0');
+  REEL_RETURN_IF_ERROR(DecodeFetched(chain, sha256, what, verify, raw.data(), raw.size()));
   return raw;
+}
+
+// NotFound when no chunk is stored under the address.
+Result<int> WeightStore::StoredDepth(const std::string& sha256, const std::string& what) const {
+  REEL_ASSIGN_OR_RETURN(std::string head,
+                        store_->GetRange(ChunkKey(sha256), 0, kMaxChunkHeaderBytes));
+  REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(head, what));
+  return h.depth;
+}
+
+Result<bool> WeightStore::HasChunk(const std::string& sha256) const {
+  Result<int> depth = StoredDepth(sha256, "chunk " + sha256);
+  if (depth.ok()) return true;
+  if (depth.status().code() == StatusCode::kNotFound) return false;
+  return depth.status();
 }
 
 Result<std::map<std::string, storage::ObjectInfo>> WeightStore::ListChunks() const {
@@ -265,23 +344,47 @@ Status WeightStore::DeleteChunk(std::string_view sha256) const {
   return store_->Delete(ChunkKey(sha256));
 }
 
-Result<models::SafetensorsFile> WeightStore::Pull(const WeightManifest& manifest) const {
+// Every tensor is laid out at its full size first, so that each chunk decodes straight into its
+// place, on `threads` threads: no buffer per chunk and no copy after.
+Result<models::SafetensorsFile> WeightStore::Assemble(
+    const WeightManifest& manifest, const std::map<std::string, std::string_view>& given) const {
+  struct Piece {
+    std::string what;
+    const ChunkRef* chunk;
+    char* out;
+  };
   models::SafetensorsFile file;
   file.metadata = manifest.metadata;
+  std::vector<Piece> pieces;
   for (const auto& [name, t] : manifest.tensors) {
-    models::TensorBytes tensor{t.dtype, t.shape, {}};
-    tensor.data.reserve(t.bytes());
+    const uint64_t bytes = Elements(t.shape) * models::DtypeSize(t.dtype);
+    if (t.bytes() != bytes) {
+      return DataLossError("tensor '" + name + "': its chunks hold " + std::to_string(t.bytes()) +
+                           " bytes, not what its shape needs");
+    }
+    models::TensorBytes& tensor = file.tensors[name];
+    tensor = {t.dtype, t.shape, std::string(bytes, '\0')};
+    char* out = tensor.data.data();
     for (size_t i = 0; i < t.chunks.size(); ++i) {
-      const std::string what = "tensor '" + name + "' chunk " + std::to_string(i);
-      REEL_ASSIGN_OR_RETURN(std::string raw, ReadChunk(t.chunks[i].sha256, what, kMaxChunkDepth));
-      tensor.data += raw;
+      pieces.push_back({"tensor '" + name + "' chunk " + std::to_string(i), &t.chunks[i], out});
+      out += t.chunks[i].size;
     }
-    if (tensor.data.size() != Elements(t.shape) * models::DtypeSize(t.dtype)) {
-      return DataLossError("tensor '" + name + "': its chunks hold " +
-                           std::to_string(tensor.data.size()) + " bytes, not what its shape needs");
-    }
-    file.tensors.emplace(name, std::move(tensor));
   }
+  ThreadPool pool(options_.threads > 0 ? static_cast<size_t>(options_.threads) : 0);
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, pool.size(), pieces.size(), [&](size_t i) -> Status {
+    const Piece& p = pieces[i];
+    auto it = given.find(p.chunk->sha256);
+    if (it == given.end()) {
+      REEL_ASSIGN_OR_RETURN(auto chain, FetchChain(p.chunk->sha256, p.what));
+      return DecodeFetched(chain, p.chunk->sha256, p.what, Verify::kAddress, p.out, p.chunk->size);
+    }
+    if (it->second.size() != p.chunk->size) {
+      return InvalidArgumentError(p.what + ": given " + std::to_string(it->second.size()) +
+                                  " bytes, its manifest says " + std::to_string(p.chunk->size));
+    }
+    std::memcpy(p.out, it->second.data(), it->second.size());
+    return Status::Ok();
+  }));
   return file;
 }
 

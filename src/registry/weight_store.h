@@ -6,7 +6,8 @@
 // parent version's chunk at the same place of the same tensor (same name, dtype and shape),
 // unless that base is already `max_chain` deltas deep: then it is stored whole, so any pull
 // decodes at most max_chain + 1 chunks for one. Every pulled chunk is checked against its
-// address.
+// address; a pull reads and decodes chunks on `threads` threads, each straight into its place
+// in the tensor.
 //
 // The WeightManifest is what a version records (the registry keeps it in its metadata): per
 // tensor its dtype, shape, chunk list and an identity, the SHA-256 of its chunks' addresses (two
@@ -22,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -57,6 +59,7 @@ struct WeightStoreOptions {
   uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
   int max_chain = 8;               // deltas in a row before a chunk is stored whole again
   int zstd_level = 1;
+  int threads = 0;  // threads a pull reads and decodes chunks on (0: one per core)
 };
 
 struct PushStats {
@@ -65,7 +68,21 @@ struct PushStats {
   int chunks = 0;             // chunks in the version
   int chunks_written = 0;     // of which new: not in the store before
   int deltas_written = 0;     // of which stored as deltas
+  // Sent over the network (remote.h: only chunks the server lacked); 0 in-process.
+  int chunks_uploaded = 0;
+  uint64_t uploaded_bytes = 0;
 };
+
+// `data` (whole elements of `width` bytes) cut into chunks of at most `chunk_bytes` raw bytes,
+// whole elements each: how the store cuts a tensor, and how a client that sends only missing
+// chunks (remote.cc) cuts it the same way.
+std::vector<std::string_view> SplitIntoChunks(std::string_view data, int width,
+                                              uint64_t chunk_bytes);
+
+// The manifest a push of `file` records, computed without a store (every depth 0): what a
+// client that sends only the chunks a server lacks (remote.cc) announces. Errors:
+// InvalidArgument for a dtype safetensors does not know or chunk_bytes under 8.
+Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes);
 
 class WeightStore {
  public:
@@ -81,7 +98,24 @@ class WeightStore {
 
   // The tensors, bit-exact. Errors: DataLoss naming the tensor and chunk for a missing chunk, a
   // damaged one, or one whose content does not match its address; the store's other errors.
-  Result<models::SafetensorsFile> Pull(const WeightManifest& manifest) const;
+  Result<models::SafetensorsFile> Pull(const WeightManifest& manifest) const {
+    return Assemble(manifest, {});
+  }
+  // Pull, taking the chunks in `given` (raw bytes by address, already checked by the caller)
+  // from the caller instead of the store: the server rebuilds an upload that sent only the
+  // chunks it lacked (service.cc).
+  Result<models::SafetensorsFile> Assemble(
+      const WeightManifest& manifest, const std::map<std::string, std::string_view>& given) const;
+
+  uint64_t chunk_bytes() const { return options_.chunk_bytes; }
+
+  // Whether a chunk is stored under `sha256` (reads its header only).
+  Result<bool> HasChunk(const std::string& sha256) const;
+  // One chunk's raw bytes, checked against its address. Errors: DataLoss naming `what` for a
+  // missing or damaged chunk (as Pull).
+  Result<std::string> ReadChunk(const std::string& sha256, const std::string& what) const {
+    return ReadChunk(sha256, what, Verify::kAddress);
+  }
 
   std::string ChunkKey(std::string_view sha256) const {
     return prefix_ + "chunks/" + std::string(sha256);
@@ -97,8 +131,15 @@ class WeightStore {
  private:
   Result<ChunkRef> PushChunk(std::string_view raw, int width, const ChunkRef* parent,
                              const std::string& what, PushStats* stats) const;
+  enum class Verify { kAddress, kNone };
   Result<std::string> ReadChunk(const std::string& sha256, const std::string& what,
-                                int max_depth) const;
+                                Verify verify) const;
+  Status DecodeFetched(const std::vector<std::pair<std::string, std::string>>& chain,
+                       const std::string& sha256, const std::string& what, Verify verify, char* out,
+                       size_t size) const;
+  Result<int> StoredDepth(const std::string& sha256, const std::string& what) const;
+  Result<std::vector<std::pair<std::string, std::string>>> FetchChain(
+      const std::string& sha256, const std::string& what) const;
 
   std::shared_ptr<storage::ObjectStore> store_;
   std::string prefix_;

@@ -125,6 +125,50 @@ TEST_F(WeightStoreTest, DamagedOrMissingChunksAreDataLossNamingTheTensor) {
   EXPECT_STATUS(store_.Pull(m), StatusCode::kDataLoss);
 }
 
+TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
+  WeightStore store(mem_, "", WeightStoreOptions{});
+  SafetensorsFile model;
+  model.tensors["w"] = Floats({1000}, 5);
+  std::vector<WeightManifest> versions;
+  std::vector<std::string> raws;
+  for (int v = 0; v < 3; ++v) {
+    if (v > 0) model.tensors["w"] = Moved(model.tensors["w"], 1e-3, 200 + v);
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
+    versions.push_back(m);
+    raws.push_back(model.tensors["w"].data);
+  }
+  const ChunkRef middle = versions[1].tensors.at("w").chunks[0];
+  ASSERT_EQ(versions[2].tensors.at("w").chunks[0].depth, 2);
+  // A well-formed delta against the right base, but of other bytes: only the address check
+  // can tell.
+  const DeltaBase base{raws[0], 0, {}};
+  ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(raws[2], 4, &base));
+  ASSERT_OK(mem_->Put(store.ChunkKey(middle.sha256), other));
+  for (int v : {1, 2}) {
+    Result<SafetensorsFile> r = store.Pull(versions[v]);
+    EXPECT_STATUS(r, StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("chunk " + middle.sha256 + " holds other bytes"),
+              std::string::npos)
+        << r.status().message();
+  }
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile first, store.Pull(versions[0]));
+  EXPECT_EQ(first.tensors.at("w").data, raws[0]);
+}
+
+TEST_F(WeightStoreTest, PullsOnManyThreadsKeepTheOrder) {
+  const SafetensorsFile model = Model(2);
+  for (int threads : {1, 3}) {
+    WeightStoreOptions o;
+    o.chunk_bytes = 256;  // conv.weight: over a hundred chunks
+    o.threads = threads;
+    WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, nullptr));
+    ASSERT_GT(m.tensors.at("conv.weight").chunks.size(), 100u);
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m));
+    ExpectSameFile(back, model);
+  }
+}
+
 TEST_F(WeightStoreTest, AnInterruptedPushLeavesWholeChunksAndTheRerunWritesTheRest) {
   auto flaky = std::make_shared<StopsAfterPuts>(4);
   WeightStore store(flaky, "", Options());

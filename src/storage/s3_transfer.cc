@@ -49,32 +49,8 @@ ObjectInfo InfoFromHeaders(std::string_view key, const HttpResponse& response, u
   return info;
 }
 
-// Runs fn(0..n-1) on the calling thread plus up to parallelism-1 pool helpers, stopping at the
-// first error. The caller works too, so a full pool can slow a transfer but never deadlock it.
 Status ParallelFor(S3Store::Impl& impl, size_t n, const std::function<Status(size_t)>& fn) {
-  if (n == 0) return Status::Ok();
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status first_error;
-  auto worker = [&] {
-    while (!failed.load()) {
-      size_t i = next++;
-      if (i >= n) return;
-      Status status = fn(i);
-      if (!status.ok()) {
-        std::lock_guard lock(mu);
-        if (first_error.ok()) first_error = status;
-        failed = true;
-      }
-    }
-  };
-  size_t helpers = std::min<size_t>(n, static_cast<size_t>(impl.options.parallelism)) - 1;
-  std::vector<std::future<void>> futures;
-  for (size_t i = 0; i < helpers; ++i) futures.push_back(impl.pool.Submit(worker));
-  worker();
-  for (auto& future : futures) future.get();
-  return first_error;
+  return reel::ParallelFor(impl.pool, static_cast<size_t>(impl.options.parallelism), n, fn);
 }
 
 // One ranged GET of exactly `length` bytes into `dest`, pinned to `etag` when given.
