@@ -8,8 +8,9 @@
 //     chunk store and index). Goals: first version <= 0.88x its file, (a) and (c) <= 55%, (b) <=
 //     0.1% of one version.
 //   - hash and split (SHA-256 per chunk, as WeightStore does) against `openssl speed`; the push of
-//     a changed version (deltas + zstd, one thread) against `borg create`; the pull of a version
-//     into a safetensors file against `reel storage cp` of the same file.
+//     a changed version (deltas + zstd, one thread) against `borg create`, and with compression
+//     off against `reel storage cp` of the same file; the pull of a version into a safetensors
+//     file against `reel storage cp` of the same file.
 //   - listing and search latency in a registry of 10,000 versions (goal < 50 ms).
 //
 //   registry_bench [--work DIR] [--json FILE] [--reel PATH] [--threads N] [--batch N]
@@ -983,6 +984,36 @@ Result<double> InMemoryPushMBps(const SafetensorsFile& parent, const Safetensors
   return raw / 1e6 / Median(times);
 }
 
+// Median seconds of the push of `changed` after `parent` into a local folder with compression off
+// (chunks stored as they are, fsynced), and of `reel storage cp` of `changed_path`: what the
+// registry's content addressing costs beside a plain copy.
+Result<std::pair<double, double>> UncompressedPushAndCopySeconds(
+    const SafetensorsFile& parent, const SafetensorsFile& changed, const std::string& changed_path,
+    const std::string& work, const std::string& reel_cli, int repeat) {
+  reel::registry::WeightStoreOptions off;
+  off.compress = false;
+  const std::string cp = reel::testing::ShellQuote(reel_cli) + " storage cp -q " +
+                         reel::testing::ShellQuote(changed_path) + " " +
+                         reel::testing::ShellQuote(work + "/copied/uncompressed.safetensors");
+  std::vector<double> pushes, copies;
+  for (int i = 0; i < repeat; ++i) {
+    const std::string folder = work + "/uncompressed-" + std::to_string(i);
+    REEL_ASSIGN_OR_RETURN(auto local, reel::storage::LocalStore::Open(folder));
+    reel::registry::WeightStore store(std::move(local), "", off);
+    REEL_ASSIGN_OR_RETURN(reel::registry::WeightManifest base, store.Push(parent, nullptr));
+    ::sync();
+    Clock::time_point start = Clock::now();
+    REEL_RETURN_IF_ERROR(store.Push(changed, &base).status());
+    pushes.push_back(SecondsSince(start));
+    ::sync();
+    start = Clock::now();
+    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
+    copies.push_back(SecondsSince(start));
+    std::filesystem::remove_all(folder);
+  }
+  return std::make_pair(Median(pushes), Median(copies));
+}
+
 // Median wall and CPU MB/s of the pushes of `rows`, and borg's median MB/s on the same files.
 struct PushFigures {
   double wall_mbps = 0, cpu_mbps = 0, borg_mbps = 0;
@@ -1043,6 +1074,19 @@ Status AddThroughputFigures(const Args& args, const std::string& work, const std
   memory.peer = c.borg_mbps;
   memory.note = "1 thread; the codec alone: no disk, no database";
   figures->push_back(memory);
+
+  Progress("push with compression off against reel storage cp");
+  REEL_ASSIGN_OR_RETURN(auto uncompressed,
+                        UncompressedPushAndCopySeconds(s.base_weights, s.full_weights, s.full.path,
+                                                       work, reel_cli, args.repeat));
+  const double off_mbps = s.full.file_bytes / 1e6 / uncompressed.first;
+  const double off_cp = s.full.file_bytes / 1e6 / uncompressed.second;
+  Figure off = MakeFigure(section, "push, (c) full fine-tune, compression off, to a folder",
+                          off_mbps, "MB/s", Goal::kAtLeast, 0.8 * off_cp);
+  off.peer_name = "reel storage cp";
+  off.peer = off_cp;
+  off.note = "chunks stored as they are, each fsynced; no database";
+  figures->push_back(off);
 
   std::vector<const VersionRow*> pulled = {&DeepestVersion(s)};
   if (pulled.front() != &s.base) pulled.push_back(&s.base);
@@ -1181,9 +1225,11 @@ void PrintHeader(const Machine& m, const Args& args, const Scenarios& s) {
       FormatBytes(s.base.file_bytes).c_str());
   std::printf(
       "machine: %s, %d cores (nproc); training: LibTorch %d threads, OMP_WAIT_POLICY=%s; "
-      "registry push/pull: 1 thread; load average %s at the start, %s at the end\n",
-      m.cpu.c_str(), m.cores, m.torch_threads, m.omp_wait_policy.c_str(), m.load_start.c_str(),
-      LoadAverage().c_str());
+      "registry push: 1 thread, pull: %s; load average %s at the start, %s at the end\n",
+      m.cpu.c_str(), m.cores, m.torch_threads, m.omp_wait_policy.c_str(),
+      args.pull_threads > 0 ? (std::to_string(args.pull_threads) + " threads").c_str()
+                            : "a thread per core",
+      m.load_start.c_str(), LoadAverage().c_str());
   std::printf(
       "training: %s, lr %g, on random clips %d x 3 x %d x %d x %d; (a) %d "
       "checkpoints %d steps apart, (b) and (c) %d steps each (%.1f s of training)\n",
@@ -1191,8 +1237,9 @@ void PrintHeader(const Machine& m, const Args& args, const Scenarios& s) {
       args.lr, args.batch, args.frames, args.size, args.size, args.checkpoints, args.steps,
       args.finetune_steps, s.train_seconds);
   std::printf(
-      "registry: WeightStore defaults (4 MiB chunks, at most 8 deltas in a chain, zstd "
-      "level 1), local folder, fsync on; MB = 10^6 bytes\n");
+      "registry: 4 MiB chunks, at most %d deltas in a chain%s, zstd level 1, local folder, fsync "
+      "on; MB = 10^6 bytes\n",
+      args.max_chain, args.max_chain == 8 ? " (the default)" : "");
 }
 
 Status Run(const Args& args) {

@@ -80,6 +80,12 @@ check "a fine-tune from model.init" bash -c "'$REEL' train --config '$WORK/tune.
 check "it says where it started" grep -q "starting from the weights of models:/tiny@production" "$WORK/tune.out"
 check "its parent is the version it started from" bash -c "'$REEL' models show models:/tiny/2 | grep -q 'parents       models:/tiny/1'"
 check "on its branch" bash -c "'$REEL' models log tiny/tune | grep -q 'train .*models:/tiny/2'"
+check "eval --model of the registered version" bash -c "'$REEL' eval --config '$WORK/tune.yaml' --model models:/tiny/2 --json > '$WORK/eval-model.json'"
+check "matches eval of the checkpoint it came from" bash -c "'$REEL' eval --config '$WORK/tune.yaml' --json | cmp -s - '$WORK/eval-model.json'"
+"$REEL" eval --config "$WORK/tune.yaml" --model models:/tiny/9 > /dev/null 2>&1
+check "eval --model of an unknown version exits 2" test $? -eq 2
+"$REEL" eval --config "$WORK/tune.yaml" --model models:/tiny/2 --checkpoint "$WORK/tune/checkpoints" > /dev/null 2>&1
+check "eval --model with --checkpoint exits 3" test $? -eq 3
 "$REEL" train --config "$WORK/tune.yaml" --quiet --set run_dir="$WORK/tune2" model.init=models:/tiny/9 > "$WORK/init.out" 2>&1
 check "an unknown model.init exits 2" test $? -eq 2
 check "naming it" grep -q "no version 9" "$WORK/init.out"

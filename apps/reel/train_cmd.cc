@@ -1,7 +1,8 @@
 // reel train --config train.yaml [--resume] [--set key=value ...]
 //            [--nproc N [--nnodes M --node-rank K --master-addr HOST --master-port P]
 //            [--max-restarts R]]
-// reel eval  --config train.yaml [--checkpoint URI] [--step N] [--split NAME] [--clips N]
+// reel eval  --config train.yaml [--checkpoint URI | --model URI] [--step N] [--split NAME]
+//            [--clips N]
 // One process trains a video classifier from a validated YAML config (src/train/train_config.h)
 // and evaluates checkpoints. Metrics go to <run_dir>/metrics.jsonl; the final report to stdout.
 // With --nproc/--nnodes, this process becomes the elastic launcher (dist/launcher.h) of N worker
@@ -44,6 +45,7 @@ struct EvalFlags {
   std::string config;
   std::vector<std::string> overrides;
   std::string checkpoint;
+  std::string model;  // --model: a registered version or .safetensors file instead
   int64_t step = -1;
   std::string split;
   int clips = 0;
@@ -202,6 +204,7 @@ int RunEvalCommand(const EvalFlags& flags) {
     return ExitCodeFor(config.status());
   }
   train::EvalOptions options;
+  options.weights = flags.model;
   options.checkpoint_uri = flags.checkpoint;
   if (flags.step >= 0) options.step = flags.step;
   options.split = flags.split;
@@ -268,7 +271,13 @@ void RegisterTrain(CLI::App& app, int* exit_code) {
       app.add_subcommand("eval", "evaluate a checkpoint: top-1/5, per class, video level");
   eval->add_option("--config", eval_flags.config, "training config (YAML) of the run")->required();
   eval->add_option("--set", eval_flags.overrides, "override a config key")->take_all();
-  eval->add_option("--checkpoint", eval_flags.checkpoint, "checkpoint URI (default: the config's)");
+  CLI::Option* checkpoint = eval->add_option("--checkpoint", eval_flags.checkpoint,
+                                             "checkpoint URI (default: the config's)");
+  eval->add_option("--model", eval_flags.model,
+                   "evaluate a registered version (models:/NAME/N, models:/NAME@ALIAS; the "
+                   "registry of the config's registry section, else $REEL_REGISTRY_URI) or a "
+                   ".safetensors file instead of a checkpoint")
+      ->excludes(checkpoint);
   eval->add_option("--step", eval_flags.step, "checkpoint step (default: the latest)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   eval->add_option("--split", eval_flags.split, "split to evaluate (default: data.val_split)");

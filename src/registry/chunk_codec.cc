@@ -176,6 +176,23 @@ size_t BodyOffset(ChunkForm form) {
   return kHeaderBytes + (form == ChunkForm::kDelta ? kBaseHashBytes : 0);
 }
 
+// A stored chunk's body: exactly its raw bytes.
+Result<std::string_view> StoredBody(std::string_view encoded, const ChunkHeader& h,
+                                    std::string_view what) {
+  const std::string_view body = encoded.substr(BodyOffset(h.form));
+  if (body.size() != h.raw_size) {
+    return DataLossError(Prefix(what) + "stored chunk holds " + std::to_string(body.size()) +
+                         " bytes, its header says " + std::to_string(h.raw_size));
+  }
+  return body;
+}
+
+Result<std::string> StoredBytes(std::string_view encoded, const ChunkHeader& h,
+                                std::string_view what) {
+  REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(encoded, h, what));
+  return std::string(body);
+}
+
 }  // namespace
 
 Result<std::string> EncodeChunk(std::string_view raw, int element_width,
@@ -198,14 +215,23 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     return InvalidArgumentError("delta base depth " + std::to_string(delta_base->depth) +
                                 " is outside [0, " + std::to_string(kMaxChunkDepth) + ")");
   }
+  if (delta && !options.compress) {
+    return InvalidArgumentError("a delta chunk needs compression: zstd of the XOR is its point");
+  }
   const int depth = delta ? delta_base->depth + 1 : 0;
   std::string out(kHeaderBytes, '\0');
   std::memcpy(out.data(), kMagic.data(), kMagic.size());
-  out[4] = static_cast<char>(delta ? ChunkForm::kDelta : ChunkForm::kFull);
+  const ChunkForm form =
+      delta ? ChunkForm::kDelta : (options.compress ? ChunkForm::kFull : ChunkForm::kStored);
+  out[4] = static_cast<char>(form);
   out[5] = static_cast<char>(element_width);
   out[6] = static_cast<char>(depth & 0xff);
   out[7] = static_cast<char>(depth >> 8);
   PutU64(out.data() + 8, raw.size());
+  if (form == ChunkForm::kStored) {
+    out += raw;
+    return out;
+  }
   if (delta) {
     if (delta_base->sha256.empty()) {
       out += Sha256Raw(base);
@@ -239,11 +265,11 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
   }
   ChunkHeader h;
   const auto form = static_cast<uint8_t>(encoded[4]);
-  if (form > 1) return DataLossError(Prefix(what) + "unknown chunk form " + std::to_string(form));
+  if (form > 2) return DataLossError(Prefix(what) + "unknown chunk form " + std::to_string(form));
   h.form = static_cast<ChunkForm>(form);
   h.element_width = static_cast<uint8_t>(encoded[5]);
   h.depth = static_cast<uint8_t>(encoded[6]) | static_cast<uint8_t>(encoded[7]) << 8;
-  if (!ValidWidth(h.element_width) || (h.form == ChunkForm::kFull) != (h.depth == 0)) {
+  if (!ValidWidth(h.element_width) || (h.form == ChunkForm::kDelta) != (h.depth > 0)) {
     return DataLossError(Prefix(what) + "corrupt chunk header");
   }
   h.raw_size = GetU64(encoded.data() + 8);
@@ -271,6 +297,7 @@ Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
   if (!delta && !base.empty()) {
     return InvalidArgumentError(Prefix(what) + "a full chunk takes no base");
   }
+  if (h.form == ChunkForm::kStored) return StoredBytes(encoded, h, what);
   REEL_ASSIGN_OR_RETURN(std::string planes,
                         ZstdDecompress(encoded.substr(BodyOffset(h.form)), h.raw_size, what));
   if (planes.size() != h.raw_size) {
@@ -289,8 +316,8 @@ Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_v
                        size_t size) {
   if (chain.empty()) return InvalidArgumentError(Prefix(what) + "an empty chunk chain");
   REEL_ASSIGN_OR_RETURN(const ChunkHeader first, ReadChunkHeader(chain.front(), what));
-  if (first.form != ChunkForm::kFull) {
-    return DataLossError(Prefix(what) + "a chunk chain that does not start with a full chunk");
+  if (first.form == ChunkForm::kDelta) {
+    return DataLossError(Prefix(what) + "a chunk chain that does not start with a whole chunk");
   }
   if (first.raw_size != size) {
     return DataLossError(Prefix(what) + "chunk of " + std::to_string(first.raw_size) +
@@ -300,8 +327,18 @@ Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_v
   // than zstd took to fill it.
   thread_local std::string planes, link;
   planes.resize(size);
-  REEL_RETURN_IF_ERROR(
-      ZstdDecompressInto(chain.front().substr(BodyOffset(first.form)), planes.data(), size, what));
+  if (first.form == ChunkForm::kStored) {
+    REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(chain.front(), first, what));
+    if (chain.size() == 1) {
+      std::memcpy(out, body.data(), size);
+      return Status::Ok();
+    }
+    PlanesFor<true, false>(first.element_width)(Bytes(body), nullptr, size / first.element_width,
+                                                reinterpret_cast<uint8_t*>(planes.data()));
+  } else {
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain.front().substr(BodyOffset(first.form)),
+                                            planes.data(), size, what));
+  }
   for (size_t k = 1; k < chain.size(); ++k) {
     REEL_ASSIGN_OR_RETURN(const ChunkHeader h, ReadChunkHeader(chain[k], what));
     if (h.form != ChunkForm::kDelta || h.raw_size != size ||

@@ -10,10 +10,11 @@
 // are nearly all zero, and grouped together those planes compress to almost nothing; the low
 // mantissa planes stay noise either way.
 //
-// Encoded layout (little-endian): "RKC1", u8 form (0 full, 1 delta), u8 element width,
+// Encoded layout (little-endian): "RKC1", u8 form (0 full, 1 delta, 2 stored), u8 element width,
 // u16 chain depth (0 for a full chunk, the base's depth + 1 for a delta: how many chunks a read
 // decodes after this one), u64 raw size, then for a delta the 32-byte SHA-256 of the base
-// chunk's raw bytes, then one zstd frame (with its checksum) of raw-size bytes.
+// chunk's raw bytes, then one zstd frame (with its checksum) of raw-size bytes; a stored chunk
+// has the raw bytes themselves instead of the frame.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -26,7 +27,9 @@
 
 namespace reel::registry {
 
-enum class ChunkForm : uint8_t { kFull = 0, kDelta = 1 };
+// kStored: the raw bytes as they are, for a store whose owner turned compression off (the
+// address still checks every read).
+enum class ChunkForm : uint8_t { kFull = 0, kDelta = 1, kStored = 2 };
 
 struct ChunkHeader {
   ChunkForm form = ChunkForm::kFull;
@@ -49,12 +52,14 @@ inline constexpr size_t kMaxChunkHeaderBytes = 48;
 
 struct ChunkEncodeOptions {
   int zstd_level = 1;
+  bool compress = true;  // false: kStored, and no delta
 };
 
 // Encodes `raw` (whole elements of `element_width` bytes) alone when `base` is null, else as a
-// delta against it, which must have the same size. Errors: InvalidArgument for a width other
-// than 1, 2, 4 or 8, a size that is not whole elements, a base of another size, or a base
-// already kMaxChunkDepth deep.
+// delta against it, which must have the same size; stored as it is when options.compress is
+// off. Errors: InvalidArgument for a width other than 1, 2, 4 or 8, a size that is not whole
+// elements, a base of another size, a base already kMaxChunkDepth deep, or a base without
+// compression.
 Result<std::string> EncodeChunk(std::string_view raw, int element_width, const DeltaBase* base,
                                 const ChunkEncodeOptions& options = {});
 

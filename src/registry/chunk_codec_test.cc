@@ -142,6 +142,27 @@ TEST(ChunkCodecTest, AChainDecodesAtOnceToItsLastChunk) {
   }
 }
 
+TEST(ChunkCodecTest, StoredChunksHoldTheRawBytesAndCanStartAChain) {
+  const Chain c = MakeChain(4);
+  const ChunkEncodeOptions off{1, /*compress=*/false};
+  ASSERT_OK_AND_ASSIGN(std::string stored, EncodeChunk(c.raw[0], 4, nullptr, off));
+  ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(stored, "c"));
+  EXPECT_EQ(h.form, ChunkForm::kStored);
+  EXPECT_EQ(h.depth, 0);
+  EXPECT_EQ(stored.size(), 16 + c.raw[0].size());
+  EXPECT_EQ(stored.substr(16), c.raw[0]);
+  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(stored, "", "c"));
+  EXPECT_EQ(back, c.raw[0]);
+  ASSERT_OK_AND_ASSIGN(std::string alone, DecodeChain({stored}, "c"));
+  EXPECT_EQ(alone, c.raw[0]);
+  // Compression turned back on: the next versions are deltas against the stored chunk.
+  ASSERT_OK_AND_ASSIGN(std::string two, DecodeChain({stored, c.encoded[1], c.encoded[2]}, "c"));
+  EXPECT_EQ(two, c.raw[2]);
+  const DeltaBase base{c.raw[0], 0, {}};
+  EXPECT_STATUS(EncodeChunk(c.raw[1], 4, &base, off), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(DecodeChunk(stored.substr(0, stored.size() - 1), "", "c"), StatusCode::kDataLoss);
+}
+
 TEST(ChunkCodecTest, ABrokenChainIsDataLoss) {
   const Chain c = MakeChain(4);
   EXPECT_STATUS(DecodeChain({}, "c"), StatusCode::kInvalidArgument);
@@ -149,7 +170,8 @@ TEST(ChunkCodecTest, ABrokenChainIsDataLoss) {
       << "starts with a delta";
   EXPECT_STATUS(DecodeChain({c.encoded[0], c.encoded[0]}, "c"), StatusCode::kDataLoss)
       << "a full chunk in the middle";
-  const DeltaBase small{c.raw[0].substr(4), 0, {}};
+  const std::string small_base = c.raw[0].substr(4);
+  const DeltaBase small{small_base, 0, {}};
   ASSERT_OK_AND_ASSIGN(std::string small_delta, EncodeChunk(c.raw[1].substr(4), 4, &small));
   EXPECT_STATUS(DecodeChain({c.encoded[0], small_delta}, "c"), StatusCode::kDataLoss)
       << "links of different sizes";

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include "base/clock.h"
@@ -26,19 +27,32 @@ constexpr char kVersionColumns[] =
     "code_commit, code_dirty, author, created_at, message, weight_bytes, stored_bytes, "
     "weights_id";
 
-Result<nlohmann::json> StoredJson(const std::string& text, const std::string& what) {
-  return ParseJson(text, what);  // DataLoss: the database holds what the registry wrote
+// A JSON column of `id`'s row. Listing thousands of versions parses three per row, so the
+// common cases cost no parse (an empty object) or one per listing (`cache`: the architecture
+// every version of a model shares), and the error's text is built only on an error.
+Result<nlohmann::json> StoredJson(const std::string& text, const VersionId& id, const char* field,
+                                  std::map<std::string, nlohmann::json>* cache = nullptr) {
+  if (text == "{}") return nlohmann::json::object();
+  if (cache != nullptr) {
+    if (auto it = cache->find(text); it != cache->end()) return it->second;
+  }
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return ParseJson(text, id.ToString() + " " + field);  // DataLoss naming the row and field
+  }
+  if (cache != nullptr) cache->emplace(text, doc);
+  return doc;
 }
 
-Result<VersionInfo> VersionFromRow(const db::Row& r) {
+Result<VersionInfo> VersionFromRow(const db::Row& r,
+                                   std::map<std::string, nlohmann::json>* cache = nullptr) {
   VersionInfo v;
   v.id = {r.Text(0), r.Int(1)};
   v.branch = r.Text(2);
-  const std::string where = v.id.ToString();
-  REEL_ASSIGN_OR_RETURN(v.architecture, StoredJson(r.Text(3), where + " architecture"));
+  REEL_ASSIGN_OR_RETURN(v.architecture, StoredJson(r.Text(3), v.id, "architecture", cache));
   v.config = r.Text(4);
-  REEL_ASSIGN_OR_RETURN(v.metrics, StoredJson(r.Text(5), where + " metrics"));
-  REEL_ASSIGN_OR_RETURN(v.recipe, StoredJson(r.Text(6), where + " recipe"));
+  REEL_ASSIGN_OR_RETURN(v.metrics, StoredJson(r.Text(5), v.id, "metrics"));
+  REEL_ASSIGN_OR_RETURN(v.recipe, StoredJson(r.Text(6), v.id, "recipe"));
   v.dataset_uri = r.Text(7);
   v.dataset_hash = r.Text(8);
   v.code_commit = r.Text(9);
@@ -468,9 +482,11 @@ Result<std::vector<VersionInfo>> LocalRegistry::ListVersions(const std::string& 
                                                      "ORDER BY version DESC",
                                                  {model}));
   std::vector<VersionInfo> out;
+  out.reserve(rows.size());
   std::map<int64_t, size_t> index;
+  std::map<std::string, nlohmann::json> architectures;
   for (const db::Row& r : rows) {
-    REEL_ASSIGN_OR_RETURN(VersionInfo v, VersionFromRow(r));
+    REEL_ASSIGN_OR_RETURN(VersionInfo v, VersionFromRow(r, &architectures));
     index[v.id.version] = out.size();
     out.push_back(std::move(v));
   }

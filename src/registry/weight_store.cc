@@ -211,9 +211,9 @@ Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const C
   // full, or XOR left nothing to gain (the delta is no smaller than the raw bytes). The base is
   // not checked against its address: the delta is taken against the bytes its chain decodes to,
   // so a read through that same chain gets `raw` back, and the pull checks that.
-  ChunkEncodeOptions encode{options_.zstd_level};
+  const ChunkEncodeOptions encode{options_.zstd_level, options_.compress};
   std::string encoded;
-  if (base != nullptr && base->depth < options_.max_chain) {
+  if (base != nullptr && base->depth < options_.max_chain && options_.compress) {
     REEL_ASSIGN_OR_RETURN(std::string base_raw,
                           ReadChunk(base->sha256, what + " (delta base)", Verify::kNone));
     const DeltaBase delta_base{base_raw, base->depth, base->sha256};
@@ -255,7 +255,7 @@ Result<std::vector<std::pair<std::string, std::string>>> WeightStore::FetchChain
     }
     depth = h.depth;
     chain.emplace_back(address, std::move(encoded).value());
-    if (h.form == ChunkForm::kFull) return chain;
+    if (h.form != ChunkForm::kDelta) return chain;
     address = h.base_sha256;
   }
 }

@@ -59,7 +59,8 @@ struct WeightStoreOptions {
   uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
   int max_chain = 8;               // deltas in a row before a chunk is stored whole again
   int zstd_level = 1;
-  int threads = 0;  // threads a pull reads and decodes chunks on (0: one per core)
+  bool compress = true;  // false: chunks stored as they are (no zstd, no deltas)
+  int threads = 0;       // threads a pull reads and decodes chunks on (0: one per core)
 };
 
 struct PushStats {

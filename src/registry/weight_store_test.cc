@@ -155,6 +155,27 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
   EXPECT_EQ(first.tensors.at("w").data, raws[0]);
 }
 
+TEST_F(WeightStoreTest, WithCompressionOffChunksAreStoredAsTheyAre) {
+  WeightStoreOptions off = Options();
+  off.compress = false;
+  WeightStore raw_store(mem_, "", off), store(mem_, "", Options());
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest first, raw_store.Push(Model(1), nullptr, &stats));
+  EXPECT_EQ(stats.stored_bytes, stats.raw_bytes + 16u * stats.chunks_written);
+  SafetensorsFile tuned = Model(1);
+  tuned.tensors["conv.weight"] = Moved(tuned.tensors["conv.weight"], 1e-3, 5);
+  ASSERT_OK_AND_ASSIGN(WeightManifest second, raw_store.Push(tuned, &first, &stats));
+  EXPECT_EQ(stats.deltas_written, 0) << "no deltas without compression";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(second));
+  ExpectSameFile(back, tuned);
+  // Compression back on: deltas against the stored chunks.
+  tuned.tensors["conv.weight"] = Moved(tuned.tensors["conv.weight"], 1e-3, 6);
+  ASSERT_OK_AND_ASSIGN(WeightManifest third, store.Push(tuned, &second, &stats));
+  EXPECT_EQ(stats.deltas_written, 3);
+  ASSERT_OK_AND_ASSIGN(back, raw_store.Pull(third));
+  ExpectSameFile(back, tuned);
+}
+
 TEST_F(WeightStoreTest, PullsOnManyThreadsKeepTheOrder) {
   const SafetensorsFile model = Model(2);
   for (int threads : {1, 3}) {

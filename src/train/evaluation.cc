@@ -1,5 +1,6 @@
 #include "train/evaluation.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "storage/open.h"
 #include "train/amp.h"
 #include "train/checkpoint.h"
+#include "train/registration.h"
 #include "train/trainer.h"
 
 namespace reel::train {
@@ -131,22 +133,41 @@ using internal::Precision;
 using internal::ResolveDevice;
 using internal::ResolvePrecision;
 
+namespace {
+
+// The weights options name (a registered version or file) or else a checkpoint, and what to call
+// them in errors.
+Result<models::SafetensorsFile> WeightsToEvaluate(const TrainConfig& config,
+                                                  const EvalOptions& options, std::string* source) {
+  if (!options.weights.empty()) {
+    *source = options.weights;
+    std::optional<registry::VersionId> version;
+    return ReadInitialWeights(options.weights, config.registry, &version);
+  }
+  REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(options.checkpoint_uri.empty()
+                                                                    ? config.checkpoint_uri
+                                                                    : options.checkpoint_uri));
+  REEL_ASSIGN_OR_RETURN(CheckpointData cp, checkpoints.Load(options.step));
+  *source = "checkpoint step " + std::to_string(cp.step) + " at " + checkpoints.uri();
+  return std::move(cp.model);
+}
+
+}  // namespace
+
 Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& options) {
   try {
     if (config.threads > 0) torch::set_num_threads(config.threads);
     REEL_ASSIGN_OR_RETURN(torch::Device device, ResolveDevice(config.device));
     REEL_ASSIGN_OR_RETURN(Precision precision, ResolvePrecision(config.amp, device));
-    REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(options.checkpoint_uri.empty()
-                                                                      ? config.checkpoint_uri
-                                                                      : options.checkpoint_uri));
-    REEL_ASSIGN_OR_RETURN(CheckpointData cp, checkpoints.Load(options.step));
+    std::string source;
+    REEL_ASSIGN_OR_RETURN(models::SafetensorsFile weights,
+                          WeightsToEvaluate(config, options, &source));
     REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, models::BuildModel(config.model));
     std::shared_ptr<torch::nn::Module> module = model.ptr();
-    Status loaded = models::LoadStateDict(*module, cp.model);
+    Status loaded = models::LoadStateDict(*module, weights);
     if (!loaded.ok()) {
-      return FailedPreconditionError("checkpoint step " + std::to_string(cp.step) + " at " +
-                                     checkpoints.uri() + " does not fit model '" +
-                                     config.model.name + "': " + loaded.message());
+      return FailedPreconditionError(source + " does not fit model '" + config.model.name +
+                                     "': " + loaded.message());
     }
     module->to(device);
     REEL_ASSIGN_OR_RETURN(auto store, OpenDataset(config));

@@ -81,13 +81,17 @@ struct TrainResult {
 Result<TrainResult> RunTraining(const TrainConfig& config, const TrainOptions& options = {});
 
 struct EvalOptions {
+  // The weights: a registry version (models:/NAME/3, models:/NAME@production; the registry of
+  // the config's registry section) or a safetensors file. "" = a checkpoint of the run.
+  std::string weights;
   std::string checkpoint_uri;   // "" = the config's checkpoint URI
   std::optional<int64_t> step;  // a checkpoint step; latest when empty
   std::string split;            // "" = the config's val_split
   int eval_clips = 0;           // 0 = the config's
 };
 
-// Evaluates a checkpoint on a split. NotFound when there is no checkpoint.
+// Evaluates a checkpoint, registered version or safetensors file on a split. NotFound when there
+// is no checkpoint (or no such version).
 Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& options = {});
 
 }  // namespace reel::train
