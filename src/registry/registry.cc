@@ -490,9 +490,10 @@ Result<std::vector<VersionInfo>> LocalRegistry::ListVersions(const std::string& 
     index[v.id.version] = out.size();
     out.push_back(std::move(v));
   }
-  // Tags and parents of all of them in two queries, not two per version.
+  // Tags and parents of all of them in two queries, not two per version; in the primary keys'
+  // order, so that SQLite sorts nothing (tags land in a map, sorted anyway).
   REEL_ASSIGN_OR_RETURN(auto tags, im.db().Query("SELECT version, tag, value FROM registry_tags "
-                                                 "WHERE model = ? ORDER BY tag",
+                                                 "WHERE model = ?",
                                                  {model}));
   for (const db::Row& t : tags) {
     if (auto it = index.find(t.Int(0)); it != index.end())
@@ -500,7 +501,7 @@ Result<std::vector<VersionInfo>> LocalRegistry::ListVersions(const std::string& 
   }
   REEL_ASSIGN_OR_RETURN(auto parents,
                         im.db().Query("SELECT version, parent_model, parent_version FROM "
-                                      "registry_parents WHERE model = ? ORDER BY position",
+                                      "registry_parents WHERE model = ? ORDER BY version, position",
                                       {model}));
   for (const db::Row& p : parents) {
     if (auto it = index.find(p.Int(0)); it != index.end()) {
