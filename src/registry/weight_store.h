@@ -112,11 +112,6 @@ class WeightStore {
 
   // Whether a chunk is stored under `sha256` (reads its header only).
   Result<bool> HasChunk(const std::string& sha256) const;
-  // One chunk's raw bytes, checked against its address. Errors: DataLoss naming `what` for a
-  // missing or damaged chunk (as Pull).
-  Result<std::string> ReadChunk(const std::string& sha256, const std::string& what) const {
-    return ReadChunk(sha256, what, Verify::kAddress);
-  }
 
   std::string ChunkKey(std::string_view sha256) const {
     return prefix_ + "chunks/" + std::string(sha256);
