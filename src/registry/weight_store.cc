@@ -66,6 +66,15 @@ Result<TensorEntry> TensorFromJson(const nlohmann::json& j, const std::string& w
   return t;
 }
 
+// Bytes per element of a tensor to push. InvalidArgument for a dtype safetensors does not know.
+Result<int> ElementWidth(const std::string& name, const models::TensorBytes& tensor) {
+  const int width = static_cast<int>(models::DtypeSize(tensor.dtype));
+  if (width == 0) {
+    return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + tensor.dtype + "'");
+  }
+  return width;
+}
+
 uint64_t Elements(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -133,9 +142,7 @@ Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint6
   WeightManifest out;
   out.metadata = file.metadata;
   for (const auto& [name, tensor] : file.tensors) {
-    const int width = static_cast<int>(models::DtypeSize(tensor.dtype));
-    if (width == 0)
-      return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + tensor.dtype + "'");
+    REEL_ASSIGN_OR_RETURN(const int width, ElementWidth(name, tensor));
     TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
     for (std::string_view raw : SplitIntoChunks(tensor.data, width, chunk_bytes)) {
       entry.chunks.push_back({Sha256Hex(raw), raw.size(), 0});
@@ -162,9 +169,7 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
   WeightManifest out;
   out.metadata = file.metadata;
   for (const auto& [name, tensor] : file.tensors) {
-    const int width = static_cast<int>(models::DtypeSize(tensor.dtype));
-    if (width == 0)
-      return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + tensor.dtype + "'");
+    REEL_ASSIGN_OR_RETURN(const int width, ElementWidth(name, tensor));
     const TensorEntry* base = nullptr;
     if (parent != nullptr) {
       auto it = parent->tensors.find(name);
