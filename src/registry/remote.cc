@@ -68,7 +68,7 @@ class RemoteRegistry final : public Registry {
       REEL_ASSIGN_OR_RETURN(optimizer, models::WriteSafetensors(*nv.optimizer));
     }
     nlohmann::json header = NewVersionJson(nv);
-    header["weights_manifest"] = nlohmann::json::parse(ManifestToJson(upload.manifest));
+    header["weights_manifest"] = ManifestJson(upload.manifest);
     header["weights_sent"] = upload.sent;
     header["weights_bytes"] = upload.bytes.size();
     header["optimizer_bytes"] = optimizer.size();

@@ -76,7 +76,7 @@ Result<models::SafetensorsFile> AssembleUpload(const nlohmann::json& header,
                                                std::string_view sent_bytes,
                                                const WeightStore& store) {
   Result<WeightManifest> manifest =
-      ManifestFromJson(header["weights_manifest"].dump(), "uploaded weights manifest");
+      ManifestFromJsonValue(header["weights_manifest"], "uploaded weights manifest");
   REEL_RETURN_IF_ERROR(AsInvalidArgument(manifest.status()));
   std::map<std::string, uint64_t> sizes;
   for (const auto& [name, t] : manifest->tensors) {
@@ -165,8 +165,7 @@ Result<Response> MissingChunks(const WeightStore& store, const Request& request)
   nlohmann::json missing = nlohmann::json::array();
   for (const nlohmann::json& a : chunks) {
     const std::string address = a.is_string() ? a.get<std::string>() : "";
-    const std::optional<std::string> raw = HexDecode(address);
-    if (!raw.has_value() || raw->size() != 32 || address != HexEncode(*raw)) {
+    if (!IsChunkAddress(address)) {
       return InvalidArgumentError("chunk address '" + a.dump() +
                                   "': expected 64 lower-case hex digits");
     }

@@ -49,8 +49,8 @@ nlohmann::json VersionJson(const VersionInfo& v, bool manifests) {
                       {"has_optimizer", v.optimizer.has_value()},
                       {"config", v.config}};
   if (manifests) {
-    j["weights"]["manifest"] = nlohmann::json::parse(ManifestToJson(v.weights));
-    if (v.optimizer) j["optimizer_manifest"] = nlohmann::json::parse(ManifestToJson(*v.optimizer));
+    j["weights"]["manifest"] = ManifestJson(v.weights);
+    if (v.optimizer) j["optimizer_manifest"] = ManifestJson(*v.optimizer);
   }
   return j;
 }
@@ -87,10 +87,10 @@ Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& 
   REEL_ASSIGN_OR_RETURN(v.parents, VersionIdsFromJson(parents, what + ".parents"));
   REEL_ASSIGN_OR_RETURN(v.tags, TagsFromJson(tags, what + ".tags"));
   if (const auto it = j["weights"].find("manifest"); it != j["weights"].end()) {
-    REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(it->dump(), what + ".weights.manifest"));
+    REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJsonValue(*it, what + ".weights.manifest"));
   }
   if (const auto it = j.find("optimizer_manifest"); it != j.end()) {
-    REEL_ASSIGN_OR_RETURN(v.optimizer, ManifestFromJson(it->dump(), what + ".optimizer_manifest"));
+    REEL_ASSIGN_OR_RETURN(v.optimizer, ManifestFromJsonValue(*it, what + ".optimizer_manifest"));
   }
   return v;
 }

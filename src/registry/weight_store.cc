@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "base/hash.h"
@@ -21,11 +22,15 @@ std::string TensorId(const std::vector<ChunkRef>& chunks) {
   return Sha256Hex(addresses);
 }
 
-bool IsSha256Hex(const std::string& s) {
+}  // namespace
+
+bool IsChunkAddress(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
 }
+
+namespace {
 
 Result<ChunkRef> ChunkRefFromJson(const nlohmann::json& j, const std::string& where) {
   if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_number_unsigned() ||
@@ -34,7 +39,7 @@ Result<ChunkRef> ChunkRefFromJson(const nlohmann::json& j, const std::string& wh
   }
   ChunkRef c{j[0].get<std::string>(), j[1].get<uint64_t>(), 0};
   const uint64_t depth = j[2].get<uint64_t>();
-  if (!IsSha256Hex(c.sha256) || depth > kMaxChunkDepth) {
+  if (!IsChunkAddress(c.sha256) || depth > kMaxChunkDepth) {
     return DataLossError(where + ": bad chunk address or depth");
   }
   c.depth = static_cast<int>(depth);
@@ -89,20 +94,24 @@ uint64_t TensorEntry::bytes() const {
   return n;
 }
 
-std::string ManifestToJson(const WeightManifest& manifest) {
+nlohmann::json ManifestJson(const WeightManifest& manifest) {
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& [name, t] : manifest.tensors) {
     nlohmann::json chunks = nlohmann::json::array();
     for (const ChunkRef& c : t.chunks) chunks.push_back({c.sha256, c.size, c.depth});
     tensors[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"id", t.id}, {"chunks", chunks}};
   }
-  nlohmann::json doc = {
-      {"format", kManifestFormat}, {"tensors", tensors}, {"metadata", manifest.metadata}};
-  return doc.dump();
+  return {{"format", kManifestFormat}, {"tensors", tensors}, {"metadata", manifest.metadata}};
 }
+
+std::string ManifestToJson(const WeightManifest& manifest) { return ManifestJson(manifest).dump(); }
 
 Result<WeightManifest> ManifestFromJson(std::string_view text, std::string_view what) {
   REEL_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, what));
+  return ManifestFromJsonValue(doc, what);
+}
+
+Result<WeightManifest> ManifestFromJsonValue(const nlohmann::json& doc, std::string_view what) {
   JsonFields f(doc, "");
   const int64_t format = f.Int("format");
   const nlohmann::json& tensors = f.Object("tensors");
@@ -332,7 +341,7 @@ Result<std::map<std::string, storage::ObjectInfo>> WeightStore::ListChunks() con
   for (storage::ObjectInfo& o : objects) {
     std::string address = o.key.substr(prefix.size());
     // Anything else under chunks/ (a writer's temp file) is not the collector's to judge.
-    if (IsSha256Hex(address)) chunks.emplace(std::move(address), std::move(o));
+    if (IsChunkAddress(address)) chunks.emplace(std::move(address), std::move(o));
   }
   return chunks;
 }
@@ -375,8 +384,10 @@ Result<models::SafetensorsFile> WeightStore::Assemble(
       out += t.chunks[i].size;
     }
   }
-  ThreadPool pool(options_.threads > 0 ? static_cast<size_t>(options_.threads) : 0);
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, pool.size(), pieces.size(), [&](size_t i) -> Status {
+  const size_t threads = options_.threads > 0 ? static_cast<size_t>(options_.threads)
+                                              : std::max(1u, std::thread::hardware_concurrency());
+  ThreadPool pool(std::max<size_t>(threads - 1, 1));  // ParallelFor's caller is the other one
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) -> Status {
     const Piece& p = pieces[i];
     auto it = given.find(p.chunk->sha256);
     if (it == given.end()) {

@@ -18,6 +18,8 @@
 // Thread-safety: a WeightStore holds no mutable state; share it across threads.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -51,9 +53,16 @@ struct WeightManifest {
   std::map<std::string, std::string> metadata;  // the safetensors file's __metadata__
 };
 
+// Whether `s` is a chunk address: 64 lower-case hex digits.
+bool IsChunkAddress(std::string_view s);
+
 std::string ManifestToJson(const WeightManifest& manifest);
+// The same as a JSON value, for documents that embed a manifest (views.h, the upload of
+// service.h) without printing and parsing it again.
+nlohmann::json ManifestJson(const WeightManifest& manifest);
 // Errors: DataLoss naming `what` and the field for anything malformed.
 Result<WeightManifest> ManifestFromJson(std::string_view text, std::string_view what);
+Result<WeightManifest> ManifestFromJsonValue(const nlohmann::json& doc, std::string_view what);
 
 struct WeightStoreOptions {
   uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
