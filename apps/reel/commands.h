@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <string_view>
+
 #include "base/status.h"
 
 namespace reel::cli {
@@ -33,6 +36,13 @@ inline int ExitCodeFor(const Status& status) {
     default:
       return 1;
   }
+}
+
+// Prints "COMMAND: message" on stderr as one line and returns the status's exit code.
+inline int Fail(std::string_view command, const Status& status) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(command.size()), command.data(),
+               status.ToString().c_str());
+  return ExitCodeFor(status);
 }
 
 }  // namespace reel::cli

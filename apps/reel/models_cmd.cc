@@ -46,10 +46,7 @@ struct Flags {
   double alpha = 0.5, scale = 1.0, density = 0.2;
 };
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "reel models: %s\n", status.ToString().c_str());
-  return ExitCodeFor(status);
-}
+constexpr std::string_view kModels = "reel models";  // the prefix of its error lines
 
 Result<std::unique_ptr<Registry>> Open(const Flags& f) {
   return registry::OpenRegistry(f.registry, f.chunks);
@@ -77,28 +74,28 @@ Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::stri
 int RunRegister(const Flags& f) {
   train::ImportOptions options{f.config, f.with_optimizer};
   Result<registry::NewVersion> nv = train::VersionFromPath(f.path, options);
-  if (!nv.ok()) return Fail(nv.status());
+  if (!nv.ok()) return Fail(kModels, nv.status());
   nv->model = f.name;
   nv->branch = f.branch;
   nv->message = f.message;
   Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
-  if (!tags.ok()) return Fail(tags.status());
+  if (!tags.ok()) return Fail(kModels, tags.status());
   nv->tags = *tags;
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   for (const std::string& uri : f.parents) {
     Result<VersionInfo> parent = (*reg)->Get(uri);
-    if (!parent.ok()) return Fail(parent.status());
+    if (!parent.ok()) return Fail(kModels, parent.status());
     nv->parents.push_back(parent->id);
   }
   nv->reuse_identical_head = f.skip_unchanged;
   registry::PushStats stats;
   bool reused = false;
   Result<VersionInfo> v = (*reg)->Register(*nv, Actor::Local(), &stats, &reused);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   for (const std::string& alias : f.set_aliases) {
     Status s = (*reg)->SetAlias(v->id.model, alias, v->id.version, Actor::Local());
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return Fail(kModels, s);
   }
   if (f.json) return PrintJson(registry::VersionJson(*v));
   if (reused) {
@@ -116,35 +113,35 @@ int RunRegister(const Flags& f) {
 
 int RunList(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   if (f.name.empty()) {
     auto models = (*reg)->ListModels();
-    if (!models.ok()) return Fail(models.status());
+    if (!models.ok()) return Fail(kModels, models.status());
     return f.json ? PrintJson(ModelsJson(*models)) : (PrintModels(*models), 0);
   }
   auto versions = (*reg)->ListVersions(f.name);
-  if (!versions.ok()) return Fail(versions.status());
+  if (!versions.ok()) return Fail(kModels, versions.status());
   auto aliases = (*reg)->ListAliases(f.name);
-  if (!aliases.ok()) return Fail(aliases.status());
+  if (!aliases.ok()) return Fail(kModels, aliases.status());
   return f.json ? PrintJson(VersionsJson(*versions)) : (PrintVersions(*versions, *aliases), 0);
 }
 
 int RunShow(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   auto aliases = (*reg)->ListAliases(v->id.model);
-  if (!aliases.ok()) return Fail(aliases.status());
+  if (!aliases.ok()) return Fail(kModels, aliases.status());
   return f.json ? PrintJson(registry::VersionJson(*v)) : (PrintVersion(*v, *aliases), 0);
 }
 
 int RunLog(const Flags& f) {
   auto [model, branch] = ModelAndBranch(f.name);
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   auto log = (*reg)->Log(model, branch);
-  if (!log.ok()) return Fail(log.status());
+  if (!log.ok()) return Fail(kModels, log.status());
   std::vector<VersionInfo> versions;
   for (const registry::BranchEvent& e : *log) {
     Result<VersionInfo> v = (*reg)->Get(VersionId{model, e.version});
@@ -155,13 +152,13 @@ int RunLog(const Flags& f) {
 
 int RunDiff(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> a = (*reg)->Get(f.uris.at(0));
-  if (!a.ok()) return Fail(a.status());
+  if (!a.ok()) return Fail(kModels, a.status());
   Result<VersionInfo> b = (*reg)->Get(f.uris.at(1));
-  if (!b.ok()) return Fail(b.status());
+  if (!b.ok()) return Fail(kModels, b.status());
   Result<registry::VersionDiff> d = registry::DiffVersions(**reg, *a, *b);
-  if (!d.ok()) return Fail(d.status());
+  if (!d.ok()) return Fail(kModels, d.status());
   return f.json ? PrintJson(d->ToJson()) : (PrintDiff(*d), 0);
 }
 
@@ -186,7 +183,7 @@ int RegisterCombined(Registry& reg, const Flags& f, const VersionInfo& home,
   nv.code_dirty = build.git_dirty;
   registry::PushStats stats;
   Result<VersionInfo> v = reg.Register(nv, Actor::Local(), &stats);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   if (f.json) return PrintJson(registry::VersionJson(*v));
   PrintRegistered(*v, stats);
   std::printf("recipe: %s\n", v->recipe.dump().c_str());
@@ -195,16 +192,16 @@ int RegisterCombined(Registry& reg, const Flags& f, const VersionInfo& home,
 
 int RunMerge(const Flags& f) {
   Result<registry::MergeStrategy> strategy = registry::ParseMergeStrategy(f.strategy);
-  if (!strategy.ok()) return Fail(strategy.status());
+  if (!strategy.ok()) return Fail(kModels, strategy.status());
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> ours = (*reg)->Get(f.uris.at(0));
-  if (!ours.ok()) return Fail(ours.status());
+  if (!ours.ok()) return Fail(kModels, ours.status());
   Result<VersionInfo> theirs = (*reg)->Get(f.uris.at(1));
-  if (!theirs.ok()) return Fail(theirs.status());
+  if (!theirs.ok()) return Fail(kModels, theirs.status());
   registry::MergeOptions options{*strategy, f.alpha, f.scale, f.density};
   Result<registry::MergeOutcome> m = registry::MergeVersions(**reg, *ours, *theirs, options);
-  if (!m.ok()) return Fail(m.status());
+  if (!m.ok()) return Fail(kModels, m.status());
   const std::string message =
       "merge " + ours->id.ToString() + " and " + theirs->id.ToString() + " (" + f.strategy + ")";
   return RegisterCombined(**reg, f, *ours, std::move(*m), {ours->id, theirs->id}, message);
@@ -225,15 +222,15 @@ Result<VersionInfo> OldBase(Registry& reg, const Flags& f, const VersionInfo& ti
 
 int RunRebase(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> tip = (*reg)->Get(f.uri);
-  if (!tip.ok()) return Fail(tip.status());
+  if (!tip.ok()) return Fail(kModels, tip.status());
   Result<VersionInfo> onto = (*reg)->Get(f.onto);
-  if (!onto.ok()) return Fail(onto.status());
+  if (!onto.ok()) return Fail(kModels, onto.status());
   Result<VersionInfo> old_base = OldBase(**reg, f, *tip, *onto);
-  if (!old_base.ok()) return Fail(old_base.status());
+  if (!old_base.ok()) return Fail(kModels, old_base.status());
   Result<registry::MergeOutcome> r = registry::RebaseVersion(**reg, *tip, *old_base, *onto);
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return Fail(kModels, r.status());
   const std::string message = "rebase " + tip->id.ToString() + " from " + old_base->id.ToString() +
                               " onto " + onto->id.ToString();
   return RegisterCombined(**reg, f, *tip, std::move(*r), {onto->id, tip->id}, message);
@@ -241,16 +238,16 @@ int RunRebase(const Flags& f) {
 
 int RunTag(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
-  if (!tags.ok()) return Fail(tags.status());
+  if (!tags.ok()) return Fail(kModels, tags.status());
   for (const auto& [key, value] : *tags) {
-    if (Status s = (*reg)->SetTag(v->id, key, value); !s.ok()) return Fail(s);
+    if (Status s = (*reg)->SetTag(v->id, key, value); !s.ok()) return Fail(kModels, s);
   }
   for (const std::string& key : f.remove_tags) {
-    if (Status s = (*reg)->RemoveTag(v->id, key); !s.ok()) return Fail(s);
+    if (Status s = (*reg)->RemoveTag(v->id, key); !s.ok()) return Fail(kModels, s);
   }
   std::printf("%s: %zu tag(s) set, %zu removed\n", v->id.ToString().c_str(), tags->size(),
               f.remove_tags.size());
@@ -259,11 +256,11 @@ int RunTag(const Flags& f) {
 
 int RunAliasSet(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   std::optional<bool> protect;
   if (f.protect || f.unprotect) protect = f.protect;
   Status s = (*reg)->SetAlias(f.name, f.alias, f.version, Actor::Local(), protect);
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return Fail(kModels, s);
   std::printf("models:/%s@%s -> %s\n", f.name.c_str(), f.alias.c_str(),
               registry::VersionUri(f.name, f.version).c_str());
   return 0;
@@ -271,19 +268,20 @@ int RunAliasSet(const Flags& f) {
 
 int RunAliasRemove(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
-  if (Status s = (*reg)->RemoveAlias(f.name, f.alias, Actor::Local()); !s.ok()) return Fail(s);
+  if (!reg.ok()) return Fail(kModels, reg.status());
+  if (Status s = (*reg)->RemoveAlias(f.name, f.alias, Actor::Local()); !s.ok())
+    return Fail(kModels, s);
   std::printf("removed models:/%s@%s\n", f.name.c_str(), f.alias.c_str());
   return 0;
 }
 
 int RunAliasList(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   auto aliases = (*reg)->ListAliases(f.name);
-  if (!aliases.ok()) return Fail(aliases.status());
+  if (!aliases.ok()) return Fail(kModels, aliases.status());
   auto history = (*reg)->AliasHistory(f.name);
-  if (!history.ok()) return Fail(history.status());
+  if (!history.ok()) return Fail(kModels, history.status());
   if (f.json) return PrintJson(AliasesJson(*aliases, *history));
   PrintAliases(f.name, *aliases, *history);
   return 0;
@@ -291,15 +289,15 @@ int RunAliasList(const Flags& f) {
 
 int RunBranchCreate(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   const std::string from = f.from.empty() ? "models:/" + f.name + "/branch/main" : f.from;
   Result<VersionInfo> v = (*reg)->Get(from);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   if (v->id.model != f.name) {
-    return Fail(InvalidArgumentError("--from " + from + " is a version of another model"));
+    return Fail(kModels, InvalidArgumentError("--from " + from + " is a version of another model"));
   }
   Status s = (*reg)->CreateBranch(f.name, f.target, v->id.version, Actor::Local());
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return Fail(kModels, s);
   std::printf("branch %s of %s at version %lld\n", f.target.c_str(), f.name.c_str(),
               static_cast<long long>(v->id.version));
   return 0;
@@ -307,29 +305,30 @@ int RunBranchCreate(const Flags& f) {
 
 int RunBranchList(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   auto branches = (*reg)->ListBranches(f.name);
-  if (!branches.ok()) return Fail(branches.status());
+  if (!branches.ok()) return Fail(kModels, branches.status());
   return f.json ? PrintJson(BranchesJson(*branches)) : (PrintBranches(*branches), 0);
 }
 
 int RunBranchRemove(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
-  if (Status s = (*reg)->DeleteBranch(f.name, f.target, Actor::Local()); !s.ok()) return Fail(s);
+  if (!reg.ok()) return Fail(kModels, reg.status());
+  if (Status s = (*reg)->DeleteBranch(f.name, f.target, Actor::Local()); !s.ok())
+    return Fail(kModels, s);
   std::printf("deleted branch %s of %s\n", f.target.c_str(), f.name.c_str());
   return 0;
 }
 
 int RunExport(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
-  if (!v.ok()) return Fail(v.status());
+  if (!v.ok()) return Fail(kModels, v.status());
   Result<models::SafetensorsFile> weights = (*reg)->PullWeights(*v);
-  if (!weights.ok()) return Fail(weights.status());
+  if (!weights.ok()) return Fail(kModels, weights.status());
   Status s = ExportVersion(*v, *weights, f.dir);
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return Fail(kModels, s);
   std::printf("exported %s to %s (model.safetensors, config.yaml, version.json)\n",
               v->id.ToString().c_str(), f.dir.c_str());
   return 0;
@@ -337,22 +336,22 @@ int RunExport(const Flags& f) {
 
 int RunRemove(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
-  if (!v.ok()) return Fail(v.status());
-  if (Status s = (*reg)->Remove(v->id, f.force, Actor::Local()); !s.ok()) return Fail(s);
+  if (!v.ok()) return Fail(kModels, v.status());
+  if (Status s = (*reg)->Remove(v->id, f.force, Actor::Local()); !s.ok()) return Fail(kModels, s);
   std::printf("removed %s\n", v->id.ToString().c_str());
   return 0;
 }
 
 int RunGc(const Flags& f) {
   auto reg = Open(f);
-  if (!reg.ok()) return Fail(reg.status());
+  if (!reg.ok()) return Fail(kModels, reg.status());
   registry::GcOptions options;
   options.grace_ms = static_cast<int64_t>(f.grace_s * 1000);
   options.dry_run = f.dry_run;
   Result<registry::GcStats> stats = (*reg)->CollectGarbage(options, Actor::Local());
-  if (!stats.ok()) return Fail(stats.status());
+  if (!stats.ok()) return Fail(kModels, stats.status());
   if (f.json) {
     return PrintJson({{"chunks_live", stats->chunks_live},
                       {"chunks_removed", stats->chunks_removed},

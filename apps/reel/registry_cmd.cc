@@ -33,10 +33,7 @@ struct Flags {
   std::string user, model, role;
 };
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "reel registry: %s\n", status.ToString().c_str());
-  return ExitCodeFor(status);
-}
+constexpr std::string_view kRegistry = "reel registry";  // the prefix of its error lines
 
 // Blocks SIGINT and SIGTERM in this thread and every thread started after, so that only
 // WaitForStop receives them.
@@ -57,14 +54,15 @@ int RunServe(const Flags& f) {
   options.no_auth = f.no_auth;
   options.pool = f.threads;
   if (options.registry_uri.rfind("http", 0) == 0) {
-    return Fail(InvalidArgumentError("--registry " + options.registry_uri +
+    return Fail(kRegistry,
+                InvalidArgumentError("--registry " + options.registry_uri +
                                      ": serve a folder or postgresql:// registry, not a server"));
   }
   Result<std::unique_ptr<registry::RegistryService>> service =
       registry::RegistryService::Open(options);
-  if (!service.ok()) return Fail(service.status());
+  if (!service.ok()) return Fail(kRegistry, service.status());
   http::Router router;
-  if (Status s = (*service)->AddRoutes(&router); !s.ok()) return Fail(s);
+  if (Status s = (*service)->AddRoutes(&router); !s.ok()) return Fail(kRegistry, s);
   http::ServerOptions server_options;
   server_options.host = f.host;
   server_options.port = f.port;
@@ -72,7 +70,7 @@ int RunServe(const Flags& f) {
   server_options.max_body_bytes = static_cast<uint64_t>(f.max_body_mb * (1 << 20));
   Result<std::unique_ptr<http::Server>> server =
       http::Server::Start(server_options, std::move(router));
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return Fail(kRegistry, server.status());
   std::printf("listening on %s\n", (*server)->url().c_str());
   std::printf("registry %s, %s\n", options.registry_uri.c_str(),
               f.no_auth ? "no auth: every caller is an admin" : "bearer tokens required");
@@ -95,9 +93,9 @@ Result<std::unique_ptr<registry::AccessControl>> OpenAccess(const Flags& f) {
 
 int RunUserAdd(const Flags& f) {
   auto access = OpenAccess(f);
-  if (!access.ok()) return Fail(access.status());
+  if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::string> token = (*access)->AddUser(f.user, f.admin);
-  if (!token.ok()) return Fail(token.status());
+  if (!token.ok()) return Fail(kRegistry, token.status());
   std::printf("%s\n", token->c_str());
   std::fprintf(stderr, "user '%s' made%s; the token above is shown once: keep it\n", f.user.c_str(),
                f.admin ? " (admin)" : "");
@@ -106,26 +104,26 @@ int RunUserAdd(const Flags& f) {
 
 int RunUserToken(const Flags& f) {
   auto access = OpenAccess(f);
-  if (!access.ok()) return Fail(access.status());
+  if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::string> token = (*access)->RotateToken(f.user);
-  if (!token.ok()) return Fail(token.status());
+  if (!token.ok()) return Fail(kRegistry, token.status());
   std::printf("%s\n", token->c_str());
   return 0;
 }
 
 int RunUserRemove(const Flags& f) {
   auto access = OpenAccess(f);
-  if (!access.ok()) return Fail(access.status());
-  if (Status s = (*access)->RemoveUser(f.user); !s.ok()) return Fail(s);
+  if (!access.ok()) return Fail(kRegistry, access.status());
+  if (Status s = (*access)->RemoveUser(f.user); !s.ok()) return Fail(kRegistry, s);
   std::printf("removed user %s\n", f.user.c_str());
   return 0;
 }
 
 int RunUserList(const Flags& f) {
   auto access = OpenAccess(f);
-  if (!access.ok()) return Fail(access.status());
+  if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::vector<registry::UserInfo>> users = (*access)->ListUsers();
-  if (!users.ok()) return Fail(users.status());
+  if (!users.ok()) return Fail(kRegistry, users.status());
   nlohmann::json out = nlohmann::json::array();
   for (const registry::UserInfo& u : *users) {
     nlohmann::json grants = nlohmann::json::object();
@@ -145,10 +143,10 @@ int RunUserList(const Flags& f) {
 
 int RunGrant(const Flags& f) {
   Result<registry::Role> role = registry::ParseRole(f.role);
-  if (!role.ok()) return Fail(role.status());
+  if (!role.ok()) return Fail(kRegistry, role.status());
   auto access = OpenAccess(f);
-  if (!access.ok()) return Fail(access.status());
-  if (Status s = (*access)->Grant(f.user, f.model, *role); !s.ok()) return Fail(s);
+  if (!access.ok()) return Fail(kRegistry, access.status());
+  if (Status s = (*access)->Grant(f.user, f.model, *role); !s.ok()) return Fail(kRegistry, s);
   std::printf("%s is %s of %s\n", f.user.c_str(), f.role.c_str(),
               f.model == "*" ? "every model" : ("model " + f.model).c_str());
   return 0;

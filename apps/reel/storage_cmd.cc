@@ -18,10 +18,7 @@ namespace {
 using storage::ObjectLocation;
 using storage::OpenObjectUri;
 
-int Fail(const Status& status) {
-  std::fprintf(stderr, "reel storage: %s\n", status.ToString().c_str());
-  return ExitCodeFor(status);
-}
+constexpr std::string_view kStorage = "reel storage";  // the prefix of its error lines
 
 std::string FormatTime(int64_t ms) {
   if (ms <= 0) return "-                  ";
@@ -36,7 +33,7 @@ std::string FormatTime(int64_t ms) {
 // The store-relative prefix to list: a key names a "directory" when it is not an object.
 int List(const std::string& uri, bool recursive) {
   auto location = OpenObjectUri(uri);
-  if (!location.ok()) return Fail(location.status());
+  if (!location.ok()) return Fail(kStorage, location.status());
   storage::ListOptions options;
   options.prefix = location->key;
   if (!options.prefix.empty() && uri.back() == '/') options.prefix += '/';
@@ -49,7 +46,7 @@ int List(const std::string& uri, bool recursive) {
   uint64_t objects = 0, bytes = 0;
   do {
     auto page = location->store->List(options);
-    if (!page.ok()) return Fail(page.status());
+    if (!page.ok()) return Fail(kStorage, page.status());
     // Names are shown relative to the listed prefix, as `aws s3 ls` does.
     for (const auto& prefix : page->common_prefixes) {
       std::printf("%19s %12s  %s\n", "", "PRE", prefix.substr(options.prefix.size()).c_str());
@@ -73,12 +70,12 @@ int List(const std::string& uri, bool recursive) {
 int CopyOne(storage::ObjectStore& src, const std::string& src_key, storage::ObjectStore& dst,
             const std::string& dst_key, bool quiet) {
   auto head = src.Head(src_key);
-  if (!head.ok()) return Fail(head.status());
+  if (!head.ok()) return Fail(kStorage, head.status());
   Progress progress(dst_key, head->size, Progress::Unit::kBytes, !quiet);
   Status status = storage::CopyObject(src, src_key, dst, dst_key, 8 << 20,
                                       [&](uint64_t n) { progress.Add(n); });
   progress.Finish();
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) return Fail(kStorage, status);
   if (!quiet) {
     std::printf("copied %s -> %s\n", storage::ObjectUri(src, src_key).c_str(),
                 storage::ObjectUri(dst, dst_key).c_str());
@@ -88,9 +85,9 @@ int CopyOne(storage::ObjectStore& src, const std::string& src_key, storage::Obje
 
 int Copy(const std::string& from, const std::string& to, bool recursive, bool quiet) {
   auto src = OpenObjectUri(from);
-  if (!src.ok()) return Fail(src.status());
+  if (!src.ok()) return Fail(kStorage, src.status());
   auto dst = OpenObjectUri(to);
-  if (!dst.ok()) return Fail(dst.status());
+  if (!dst.ok()) return Fail(kStorage, dst.status());
   if (!recursive) {
     std::string dst_key = dst->key;
     // Copying into a "directory" (trailing '/' or empty key) keeps the source's file name.
@@ -102,9 +99,9 @@ int Copy(const std::string& from, const std::string& to, bool recursive, bool qu
   }
   std::string prefix = src->key.empty() ? "" : src->key + "/";
   auto objects = storage::ListAll(*src->store, prefix);
-  if (!objects.ok()) return Fail(objects.status());
+  if (!objects.ok()) return Fail(kStorage, objects.status());
   if (objects->empty()) {
-    return Fail(NotFoundError("nothing under '" + from + "' to copy"));
+    return Fail(kStorage, NotFoundError("nothing under '" + from + "' to copy"));
   }
   for (const auto& object : *objects) {
     std::string relative = object.key.substr(prefix.size());
@@ -116,16 +113,16 @@ int Copy(const std::string& from, const std::string& to, bool recursive, bool qu
 
 int Cat(const std::string& uri) {
   auto location = OpenObjectUri(uri);
-  if (!location.ok()) return Fail(location.status());
+  if (!location.ok()) return Fail(kStorage, location.status());
   auto reader = location->store->OpenReader(location->key);
-  if (!reader.ok()) return Fail(reader.status());
+  if (!reader.ok()) return Fail(kStorage, reader.status());
   std::vector<char> buffer(1 << 20);
   while (true) {
     auto n = (*reader)->Read(buffer.data(), buffer.size());
-    if (!n.ok()) return Fail(n.status());
+    if (!n.ok()) return Fail(kStorage, n.status());
     if (*n == 0) break;
     if (std::fwrite(buffer.data(), 1, *n, stdout) != *n) {
-      return Fail(UnavailableError("write to standard output failed"));
+      return Fail(kStorage, UnavailableError("write to standard output failed"));
     }
   }
   return 0;
@@ -134,23 +131,23 @@ int Cat(const std::string& uri) {
 int Remove(const std::vector<std::string>& uris, bool recursive) {
   for (const auto& uri : uris) {
     auto location = OpenObjectUri(uri);
-    if (!location.ok()) return Fail(location.status());
+    if (!location.ok()) return Fail(kStorage, location.status());
     if (recursive) {
       std::string prefix = location->key.empty() ? "" : location->key + "/";
       auto objects = storage::ListAll(*location->store, prefix);
-      if (!objects.ok()) return Fail(objects.status());
+      if (!objects.ok()) return Fail(kStorage, objects.status());
       for (const auto& object : *objects) {
         Status status = location->store->Delete(object.key);
-        if (!status.ok()) return Fail(status);
+        if (!status.ok()) return Fail(kStorage, status);
         std::printf("deleted %s\n", storage::ObjectUri(*location->store, object.key).c_str());
       }
       continue;
     }
     // Deleting is idempotent in the stores; a person still wants to hear about a typo.
     auto head = location->store->Head(location->key);
-    if (!head.ok()) return Fail(head.status());
+    if (!head.ok()) return Fail(kStorage, head.status());
     Status status = location->store->Delete(location->key);
-    if (!status.ok()) return Fail(status);
+    if (!status.ok()) return Fail(kStorage, status);
     std::printf("deleted %s\n", uri.c_str());
   }
   return 0;
@@ -158,9 +155,9 @@ int Remove(const std::vector<std::string>& uris, bool recursive) {
 
 int Stat(const std::string& uri) {
   auto location = OpenObjectUri(uri);
-  if (!location.ok()) return Fail(location.status());
+  if (!location.ok()) return Fail(kStorage, location.status());
   auto info = location->store->Head(location->key);
-  if (!info.ok()) return Fail(info.status());
+  if (!info.ok()) return Fail(kStorage, info.status());
   std::printf("key:      %s\nsize:     %llu (%s)\netag:     %s\nmodified: %s UTC\n",
               info->key.c_str(), static_cast<unsigned long long>(info->size),
               Progress::FormatBytes(static_cast<double>(info->size)).c_str(), info->etag.c_str(),
@@ -170,15 +167,15 @@ int Stat(const std::string& uri) {
 
 int MakeBucket(const std::string& uri) {
   auto location = OpenObjectUri(uri);
-  if (!location.ok()) return Fail(location.status());
+  if (!location.ok()) return Fail(kStorage, location.status());
   if (!location->key.empty()) {
-    return Fail(InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
+    return Fail(kStorage, InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
   }
   Status status = location->store->CreateBucket();
   if (status.code() == StatusCode::kUnimplemented) {
-    return Fail(InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
+    return Fail(kStorage, InvalidArgumentError("mb takes an s3://bucket URI, got '" + uri + "'"));
   }
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) return Fail(kStorage, status);
   std::printf("created %s\n", uri.c_str());
   return 0;
 }

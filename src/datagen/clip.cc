@@ -15,15 +15,13 @@ using reel::Rng;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 // Ranges of the latent trajectories, for a frame whose shorter side is `m` pixels.
 constexpr double kMinRadius = 0.07;  // x m: circumradius range
 constexpr double kMaxRadius = 0.22;
 constexpr double kMinSpeed = 0.6;  // x m/128 pixels per frame
 constexpr double kMaxSpeed = 2.0;
-constexpr double kMinOmega = 2.0 * kPi / 180;  // radians per frame
-constexpr double kMaxOmega = 6.0 * kPi / 180;
+constexpr double kMinOmega = 2.0 * M_PI / 180;  // radians per frame
+constexpr double kMaxOmega = 6.0 * M_PI / 180;
 constexpr double kMinGrowth = 0.015;  // ln(radius) per frame
 constexpr double kMaxGrowth = 0.035;
 
@@ -287,7 +285,7 @@ ClipSpec SampleClip(uint64_t seed, Motion motion, int index, const DatagenOption
     origin[v] = margin + rng.Uniform() * (extent[v] - rate[v] * last);
   }
   rate[kAngle] = rng.Uniform(kMinOmega, kMaxOmega);
-  origin[kAngle] = rng.Uniform(0, 2 * kPi);
+  origin[kAngle] = rng.Uniform(0, 2 * M_PI);
   int frozen_at[kNumVariables];
   for (int v = 0; v < kNumVariables; ++v) frozen_at[v] = rng.UniformInt(spec.num_frames);
 

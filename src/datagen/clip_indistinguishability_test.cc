@@ -19,7 +19,6 @@
 namespace reel::datagen {
 namespace {
 
-using testing::kPi;
 using testing::MaskMoments;
 using testing::Moments;
 
@@ -197,7 +196,7 @@ double SymmetryPhase(const ClipSpec& s, double angle) {
       order = 2;
       break;
   }
-  const double period = 2 * kPi / order;
+  const double period = 2 * M_PI / order;
   double phase = std::fmod(angle, period) / period;
   return phase < 0 ? phase + 1 : phase;
 }
@@ -291,7 +290,7 @@ TEST(IndistinguishabilityTest, SingleFramesDoNotTellClassesApartTwoFramesDo) {
       // Two consecutive frames, from the masks only.
       const int t0 = pick.UniformInt(s.num_frames - 1);
       const media::Frame m0 = r.Mask(t0), m1 = r.Mask(t0 + 1);
-      const double radius = std::sqrt(MaskMoments(m0).area / kPi);
+      const double radius = std::sqrt(MaskMoments(m0).area / M_PI);
       const Motion guess = ClassifyTwoFrames(EstimateMotion(m0, m1), radius);
       confusion[{c, static_cast<int>(guess)}]++;
       two_frame_correct += guess == motion;

@@ -20,7 +20,6 @@
 namespace reel::datagen {
 namespace {
 
-using testing::kPi;
 using testing::MaskMoments;
 using testing::Moments;
 
@@ -199,10 +198,10 @@ TEST(ClipTest, SpecInvariants) {
           EXPECT_GT(s.vy, 0.5);
           break;
         case Motion::kRotateClockwise:
-          EXPECT_GE(s.omega, 2 * kPi / 180 - 1e-12);
+          EXPECT_GE(s.omega, 2 * M_PI / 180 - 1e-12);
           break;
         case Motion::kRotateCounterClockwise:
-          EXPECT_LE(s.omega, -2 * kPi / 180 + 1e-12);
+          EXPECT_LE(s.omega, -2 * M_PI / 180 + 1e-12);
           break;
         case Motion::kGrow:
           EXPECT_GT(s.growth, 0.01);
@@ -277,8 +276,8 @@ TEST(ClipTest, MaskMatchesGeometryAndFramesShowTheShape) {
         // Every shape is point-symmetric or regular: its centroid is its centre.
         EXPECT_NEAR(mo.cx, st.x, 0.15) << ShapeKindName(s.shape);
         EXPECT_NEAR(mo.cy, st.y, 0.15) << ShapeKindName(s.shape);
-        EXPECT_GT(mo.area, 0.2 * kPi * st.radius * st.radius);
-        EXPECT_LT(mo.area, kPi * st.radius * st.radius);
+        EXPECT_GT(mo.area, 0.2 * M_PI * st.radius * st.radius);
+        EXPECT_LT(mo.area, M_PI * st.radius * st.radius);
         // Without noise, the centre pixel has the shape's colour and a corner the texture's.
         const media::Frame f = r.Render(t);
         const uint8_t* centre = f.Pixel(static_cast<int>(st.x), static_cast<int>(st.y));

@@ -8,8 +8,6 @@
 
 namespace reel::datagen::testing {
 
-inline constexpr double kPi = 3.14159265358979323846;
-
 // Area (in pixels, the mask's values as weights) and centroid of a GRAY8 mask.
 struct Moments {
   double area = 0, cx = 0, cy = 0;

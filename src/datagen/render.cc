@@ -14,15 +14,14 @@ using reel::Rng;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr int kSupersample = 4;  // per axis, when antialiasing
 
 // Vertices (x, y pairs) of a unit shape: circumradius 1, angle 0.
 std::vector<double> UnitPolygon(ShapeKind kind, double param) {
   std::vector<double> p;
   auto polar = [&p](double r, double degrees) {
-    p.push_back(r * std::cos(degrees * kPi / 180));
-    p.push_back(r * std::sin(degrees * kPi / 180));
+    p.push_back(r * std::cos(degrees * M_PI / 180));
+    p.push_back(r * std::sin(degrees * M_PI / 180));
   };
   switch (kind) {
     case ShapeKind::kSquare:

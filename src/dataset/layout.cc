@@ -19,8 +19,6 @@ bool IsSplitChar(char c) {
          c == '-';
 }
 
-std::string Printable(std::string_view s) { return PrintableForMessage(s, 200); }
-
 }  // namespace
 
 std::string_view DatasetModeName(DatasetMode mode) {
@@ -30,7 +28,7 @@ std::string_view DatasetModeName(DatasetMode mode) {
 Result<DatasetMode> ParseDatasetMode(std::string_view name) {
   if (name == "video") return DatasetMode::kVideo;
   if (name == "frames") return DatasetMode::kFrames;
-  return InvalidArgumentError("unknown dataset mode '" + Printable(name) +
+  return InvalidArgumentError("unknown dataset mode '" + PrintableForMessage(name) +
                               "' (expected \"video\" or \"frames\")");
 }
 
@@ -41,21 +39,21 @@ std::string_view PayloadExtension(DatasetMode mode) {
 Result<DatasetMode> ModeOfExtension(std::string_view ext) {
   if (ext == "mp4") return DatasetMode::kVideo;
   if (ext == "frames.zst") return DatasetMode::kFrames;
-  return InvalidArgumentError("unknown payload extension '" + Printable(ext) +
+  return InvalidArgumentError("unknown payload extension '" + PrintableForMessage(ext) +
                               "' (expected \"mp4\" or \"frames.zst\")");
 }
 
 Status ValidateSampleKey(std::string_view key) {
   if (key.empty()) return InvalidArgumentError("empty sample key");
   if (key.size() > kMaxSampleKeyBytes) {
-    return InvalidArgumentError("sample key '" + Printable(key) + "' is " +
+    return InvalidArgumentError("sample key '" + PrintableForMessage(key) + "' is " +
                                 std::to_string(key.size()) + " bytes; at most " +
                                 std::to_string(kMaxSampleKeyBytes) + " are allowed");
   }
   for (char c : key) {
     if (!IsKeyChar(c)) {
-      return InvalidArgumentError("sample key '" + Printable(key) + "' contains '" +
-                                  Printable(std::string_view(&c, 1)) +
+      return InvalidArgumentError("sample key '" + PrintableForMessage(key) + "' contains '" +
+                                  PrintableForMessage(std::string_view(&c, 1)) +
                                   "'; keys are made of [A-Za-z0-9_+=@,-]");
     }
   }
@@ -78,11 +76,12 @@ std::string SanitizeSampleKey(std::string_view raw) {
 
 Status ValidateSplitName(std::string_view split) {
   if (split.empty() || split.size() > 64) {
-    return InvalidArgumentError("split name '" + Printable(split) + "' must be 1..64 bytes");
+    return InvalidArgumentError("split name '" + PrintableForMessage(split) +
+                                "' must be 1..64 bytes");
   }
   for (char c : split) {
     if (!IsSplitChar(c)) {
-      return InvalidArgumentError("split name '" + Printable(split) +
+      return InvalidArgumentError("split name '" + PrintableForMessage(split) +
                                   "' may contain only [A-Za-z0-9_-]");
     }
   }
@@ -94,7 +93,8 @@ Result<std::string> NormalizeRoot(std::string_view root) {
   if (root.empty()) return std::string();
   Status valid = storage::ValidateKey(root);
   if (!valid.ok()) {
-    return InvalidArgumentError("bad dataset root '" + Printable(root) + "': " + valid.message());
+    return InvalidArgumentError("bad dataset root '" + PrintableForMessage(root) +
+                                "': " + valid.message());
   }
   return std::string(root);
 }

@@ -74,7 +74,7 @@ std::vector<torch::Tensor> Reference(const Data& d, int steps) {
   return out;
 }
 
-CommOptions Fast() {
+CommOptions ReducerComm() {
   CommOptions o;
   o.timeout = std::chrono::milliseconds(20000);
   o.heartbeat_interval = std::chrono::milliseconds(100);
@@ -129,7 +129,7 @@ std::vector<RankRun> TrainRanks(int world, const Data& d, int steps, int micro,
                                 ReducerOptions options) {
   torch::set_num_threads(1);
   std::vector<RankRun> runs(world);
-  RunRanks(world, Fast(), [&](int rank, Comm* comm) {
+  RunRanks(world, ReducerComm(), [&](int rank, Comm* comm) {
     ASSERT_NE(comm, nullptr);
     runs[rank] = TrainRank(*comm, d, steps, micro, options, rank == 0 ? 1 : 99);
   });
@@ -204,7 +204,7 @@ TEST(ReducerTest, ParametersWithoutGradientAreNamed) {
   torch::set_num_threads(1);
   Data d = MakeData(1, 4);
   std::vector<Status> statuses(2);
-  RunRanks(2, Fast(), [&](int rank, Comm* comm) {
+  RunRanks(2, ReducerComm(), [&](int rank, Comm* comm) {
     ASSERT_NE(comm, nullptr);
     Net net = MakeNet(1, /*with_unused=*/true);
     auto reducer = Reducer::Create(Named(net), *comm, SmallBuckets());
@@ -224,7 +224,7 @@ TEST(ReducerTest, ParametersWithoutGradientAreNamed) {
 
 TEST(ReducerTest, RejectsBadOptions) {
   torch::set_num_threads(1);
-  RunRanks(1, Fast(), [&](int, Comm* comm) {
+  RunRanks(1, ReducerComm(), [&](int, Comm* comm) {
     ASSERT_NE(comm, nullptr);
     Net net = MakeNet(1);
     ReducerOptions zero;

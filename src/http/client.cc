@@ -17,6 +17,7 @@
 #include "base/json.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "http/beast_util.h"
 
 namespace reel::http {
 namespace {
@@ -28,11 +29,8 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using BeastRequest = bhttp::request<bhttp::string_body>;
 
-std::string Str(beast::string_view s) { return std::string(s.data(), s.size()); }
-
-bool IsParseError(const beast::error_code& ec) {
-  return &ec.category() == &bhttp::make_error_code(bhttp::error::bad_target).category();
-}
+using internal::HeadersOf;
+using internal::IsParseError;
 
 // What a connection the server closed while idle looks like on our next use of it.
 bool IsClosedByPeer(const beast::error_code& ec) {
@@ -62,10 +60,7 @@ bool IsToken(std::string_view s) {
 Response FromBeast(bhttp::response<bhttp::string_body>&& message) {
   Response response;
   response.status = static_cast<int>(message.result_int());
-  for (const auto& field : message) {
-    auto [it, inserted] = response.headers.emplace(Str(field.name_string()), Str(field.value()));
-    if (!inserted) it->second += ", " + Str(field.value());
-  }
+  response.headers = HeadersOf(message);
   response.body = std::move(message.body());
   return response;
 }

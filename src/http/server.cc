@@ -28,6 +28,7 @@
 #include "base/check.h"
 #include "base/logging.h"
 #include "base/sync_point.h"
+#include "http/beast_util.h"
 
 namespace reel::http {
 namespace {
@@ -39,6 +40,9 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using BeastRequest = bhttp::request<bhttp::string_body>;
 using BeastResponse = bhttp::response<bhttp::string_body>;
+using internal::HeadersOf;
+using internal::IsParseError;
+using internal::Str;
 
 // After the last answer on a connection the client may still be sending (the body we refused,
 // pipelined requests); reading and dropping that for a while lets the client read our answer
@@ -49,16 +53,10 @@ constexpr size_t kReadChunk = 16 << 10;
 // How often a Shutdown past its deadline says again which handlers it still waits for.
 constexpr std::chrono::seconds kStuckReport(10);
 
-std::string Str(beast::string_view s) { return std::string(s.data(), s.size()); }
-
 std::string EndpointText(const tcp::endpoint& endpoint) {
   const std::string host = endpoint.address().to_string();
   const std::string port = std::to_string(endpoint.port());
   return endpoint.address().is_v6() ? "[" + host + "]:" + port : host + ":" + port;
-}
-
-bool IsParseError(const beast::error_code& ec) {
-  return &ec.category() == &bhttp::make_error_code(bhttp::error::bad_target).category();
 }
 
 Request ToRequest(BeastRequest&& message, const std::string& peer) {
@@ -66,10 +64,7 @@ Request ToRequest(BeastRequest&& message, const std::string& peer) {
   request.method = Str(message.method_string());
   request.target = Str(message.target());
   SplitTarget(request.target, &request.path, &request.query);
-  for (const auto& field : message) {
-    auto [it, inserted] = request.headers.emplace(Str(field.name_string()), Str(field.value()));
-    if (!inserted) it->second += ", " + Str(field.value());
-  }
+  request.headers = HeadersOf(message);
   request.body = std::move(message.body());
   request.peer = peer;
   return request;

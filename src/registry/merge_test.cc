@@ -12,8 +12,6 @@
 namespace reel::registry {
 namespace {
 
-const Actor kAda{"ada", true};
-
 std::vector<double> Values(const SafetensorsFile& f, const std::string& name) {
   auto v = ToDoubles(f.tensors.at(name));
   EXPECT_OK(v);
@@ -39,7 +37,7 @@ class MergeTest : public ::testing::Test {
     v.weights = std::move(weights);
     v.parents = std::move(parents);
     v.architecture = std::move(arch);
-    Result<VersionInfo> r = registry_->Register(v, kAda);
+    Result<VersionInfo> r = registry_->Register(v, kRoot);
     EXPECT_OK(r);
     return r.ok() ? *r : VersionInfo{};
   }

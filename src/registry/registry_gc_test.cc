@@ -17,8 +17,6 @@
 namespace reel::registry {
 namespace {
 
-const Actor kAda{"ada", false};
-const Actor kRoot{"root", true};
 constexpr int64_t kHourMs = 3600 * 1000;
 
 NewVersion Version(const std::string& model, SafetensorsFile weights) {

@@ -15,8 +15,6 @@
 namespace reel::registry {
 namespace {
 
-const Actor kRoot{"root", true};
-
 TEST(RegistryS3Test, ChunksOnCephPushPullAndAreCollected) {
   ASSERT_TRUE(storage::testing::LoadCephEnvironment()) << "run through ctest (fixture 'ceph')";
   const std::string bucket = "reel-registry-" + std::to_string(::getpid());

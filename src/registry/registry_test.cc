@@ -19,9 +19,6 @@
 namespace reel::registry {
 namespace {
 
-const Actor kAda{"ada", false};
-const Actor kRoot{"root", true};
-
 NewVersion Version(const std::string& model, uint64_t seed) {
   NewVersion v;
   v.model = model;

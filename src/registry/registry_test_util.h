@@ -10,6 +10,7 @@
 
 #include "base/random.h"
 #include "models/safetensors.h"
+#include "registry/registry.h"
 #include "storage/memory_store.h"
 #include "testing/status_matchers.h"
 
@@ -17,6 +18,10 @@ namespace reel::registry {
 
 using models::SafetensorsFile;
 using models::TensorBytes;
+
+// The tests' users: a writer and an admin.
+inline const Actor kAda{"ada", false};
+inline const Actor kRoot{"root", true};
 
 inline TensorBytes Floats(std::vector<int64_t> shape, uint64_t seed) {
   size_t n = 1;

@@ -23,7 +23,7 @@
 namespace reel::registry {
 namespace {
 
-NewVersion Version(const std::string& model, uint64_t seed) {
+NewVersion ServiceVersion(const std::string& model, uint64_t seed) {
   NewVersion v;
   v.model = model;
   v.weights = Model(seed);
@@ -76,11 +76,11 @@ TEST_F(RegistryServiceTest, EveryOperationWorksRemotelyAndPullsBitExact) {
   std::unique_ptr<Registry> reg = As(User("ada", "clf", Role::kAdmin));
   const Actor who{"ignored", false};
   PushStats stats;
-  ASSERT_OK_AND_ASSIGN(VersionInfo v1, reg->Register(Version("clf", 1), who, &stats));
+  ASSERT_OK_AND_ASSIGN(VersionInfo v1, reg->Register(ServiceVersion("clf", 1), who, &stats));
   EXPECT_EQ(v1.id.ToString(), "models:/clf/1");
   EXPECT_EQ(v1.author, "ada");  // the token's holder, not what the client claims
   EXPECT_GT(stats.chunks_written, 0);
-  NewVersion tuned = Version("clf", 1);
+  NewVersion tuned = ServiceVersion("clf", 1);
   tuned.weights.tensors["fc.weight"] = Moved(tuned.weights.tensors["fc.weight"], 1e-3, 3);
   tuned.parents = {v1.id};
   ASSERT_OK_AND_ASSIGN(VersionInfo v2, reg->Register(tuned, who));
@@ -132,11 +132,11 @@ TEST_F(RegistryServiceTest, RolesDecideWhoMayDoWhat) {
   std::unique_ptr<Registry> writer = As(User("wes", "clf", Role::kWriter));
   std::unique_ptr<Registry> reader = As(User("rui", "clf", Role::kReader));
   std::unique_ptr<Registry> admin = As(User("ada", "*", Role::kAdmin));
-  ASSERT_OK(writer->Register(Version("clf", 1), who).status());
-  ASSERT_OK(admin->Register(Version("secret", 2), who).status());
+  ASSERT_OK(writer->Register(ServiceVersion("clf", 1), who).status());
+  ASSERT_OK(admin->Register(ServiceVersion("secret", 2), who).status());
 
-  EXPECT_STATUS(reader->Register(Version("clf", 3), who), StatusCode::kPermissionDenied);
-  EXPECT_STATUS(writer->Register(Version("secret", 3), who), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(reader->Register(ServiceVersion("clf", 3), who), StatusCode::kPermissionDenied);
+  EXPECT_STATUS(writer->Register(ServiceVersion("secret", 3), who), StatusCode::kPermissionDenied);
   EXPECT_STATUS(reader->Get("models:/secret/1"), StatusCode::kPermissionDenied);
   ASSERT_OK_AND_ASSIGN(auto visible, reader->ListModels());
   ASSERT_EQ(visible.size(), 1u);  // "secret" is not listed to someone who may not read it
@@ -145,7 +145,7 @@ TEST_F(RegistryServiceTest, RolesDecideWhoMayDoWhat) {
 
   // A protected alias: a writer may not move it, an admin may.
   ASSERT_OK(admin->SetAlias("clf", "production", 1, who, /*protect=*/true));
-  ASSERT_OK(writer->Register(Version("clf", 4), who).status());
+  ASSERT_OK(writer->Register(ServiceVersion("clf", 4), who).status());
   EXPECT_STATUS(writer->SetAlias("clf", "production", 2, who), StatusCode::kPermissionDenied);
   ASSERT_OK(writer->SetAlias("clf", "staging", 2, who));
   ASSERT_OK(admin->SetAlias("clf", "production", 2, who));
@@ -167,7 +167,7 @@ TEST_F(RegistryServiceTest, RolesDecideWhoMayDoWhat) {
 TEST_F(RegistryServiceTest, WithoutAuthTheCallerNamesThemselves) {
   Start(/*no_auth=*/true);
   std::unique_ptr<Registry> reg = As("");
-  ASSERT_OK_AND_ASSIGN(VersionInfo v, reg->Register(Version("clf", 1), Actor{}));
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, reg->Register(ServiceVersion("clf", 1), Actor{}));
   EXPECT_EQ(v.author, Actor::Local().name);
   ASSERT_OK(reg->SetAlias("clf", "production", 1, Actor{}, /*protect=*/true));
   ASSERT_OK(reg->CollectGarbage({}, Actor{}).status());
@@ -203,7 +203,7 @@ TEST_F(RegistryServiceTest, BadUploadsAreRefusedAndChangeNothing) {
 TEST_F(RegistryServiceTest, AnUploadSendsOnlyTheChunksTheStoreLacks) {
   Start(/*no_auth=*/true);
   std::unique_ptr<Registry> reg = As("");
-  NewVersion first = Version("clf", 1);
+  NewVersion first = ServiceVersion("clf", 1);
   first.optimizer.reset();
   uint64_t weight_bytes = 0;
   for (const auto& [name, t] : first.weights.tensors) weight_bytes += t.data.size();

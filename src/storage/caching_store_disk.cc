@@ -34,7 +34,7 @@ using cache_entry::WriteExactly;
 
 namespace {
 
-constexpr std::string_view kTempPrefix = ".tmp-";
+constexpr std::string_view kCacheTempPrefix = ".tmp-";
 
 }  // namespace
 
@@ -44,8 +44,8 @@ std::string CachingStore::EntryPath(std::string_view key) const {
 
 std::string CachingStore::NewTempPath() const {
   thread_local std::mt19937_64 rng(std::random_device{}());
-  return options_.directory + "/" + std::string(kTempPrefix) + std::to_string(::getpid()) + "-" +
-         std::to_string(rng());
+  return options_.directory + "/" + std::string(kCacheTempPrefix) + std::to_string(::getpid()) +
+         "-" + std::to_string(rng());
 }
 
 void CachingStore::Invalidate(std::string_view key) { ::unlink(EntryPath(key).c_str()); }

@@ -16,7 +16,7 @@
 namespace reel::storage {
 namespace {
 
-constexpr std::string_view kTempPrefix = ".reel-tmp-";
+constexpr std::string_view kStoreTempPrefix = ".reel-tmp-";
 
 std::string ParentOf(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -97,9 +97,9 @@ class TempFile {
     std::string dir = ParentOf(final_path);
     for (int attempt = 0; attempt < 8; ++attempt) {
       char name[96];
-      std::snprintf(name, sizeof name, "%.*s%d-%llu-%llx", static_cast<int>(kTempPrefix.size()),
-                    kTempPrefix.data(), static_cast<int>(::getpid()),
-                    static_cast<unsigned long long>(counter++),
+      std::snprintf(name, sizeof name, "%.*s%d-%llu-%llx",
+                    static_cast<int>(kStoreTempPrefix.size()), kStoreTempPrefix.data(),
+                    static_cast<int>(::getpid()), static_cast<unsigned long long>(counter++),
                     static_cast<unsigned long long>(rng()));
       std::string path = dir + "/" + name;
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -251,7 +251,8 @@ Status Walk(const std::string& root, const std::string& dir_key, const std::stri
   }
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
-    if (name == "." || name == ".." || name.substr(0, kTempPrefix.size()) == kTempPrefix) continue;
+    if (name == "." || name == ".." || name.substr(0, kStoreTempPrefix.size()) == kStoreTempPrefix)
+      continue;
     std::string key = dir_key.empty() ? std::string(name) : dir_key + "/" + std::string(name);
     // Prune subtrees that cannot hold keys with this prefix.
     size_t common = std::min(key.size(), prefix.size());
