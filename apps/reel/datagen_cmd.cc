@@ -120,10 +120,7 @@ void RegisterDatagen(CLI::App& app, int* exit_code) {
   cmd->add_flag("-q,--quiet", options.quiet, "no progress bar or summary");
   cmd->callback([exit_code] {
     Status status = RunDatagen(options);
-    if (!status.ok()) {
-      std::fprintf(stderr, "reel datagen: %s\n", status.ToString().c_str());
-      *exit_code = ExitCodeFor(status);
-    }
+    if (!status.ok()) *exit_code = Fail("reel datagen", status);
   });
 }
 

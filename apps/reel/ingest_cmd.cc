@@ -24,10 +24,7 @@ int RunIngestCommand(ingest::IngestOptions options, const IngestFlags& flags) {
   options.encode.mode = *mode;
   options.shard_bytes = static_cast<uint64_t>(flags.shard_mib * (1 << 20));
   auto report = ingest::RunIngest(options);
-  if (!report.ok()) {
-    std::fprintf(stderr, "reel ingest: %s\n", report.status().ToString().c_str());
-    return ExitCodeFor(report.status());
-  }
+  if (!report.ok()) return Fail("reel ingest", report.status());
   if (report->already_complete) {
     std::printf("%s is already complete for these sources and settings; nothing to do\n",
                 report->output.c_str());

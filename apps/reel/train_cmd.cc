@@ -125,10 +125,7 @@ int RunLauncherCommand(const TrainFlags& flags) {
   if (flags.json) o.worker_argv.emplace_back("--json");
   if (!flags.resume) o.restart_args = {"--resume"};
   auto result = dist::RunLauncher(o);
-  if (!result.ok()) {
-    std::fprintf(stderr, "reel train: %s\n", result.status().ToString().c_str());
-    return ExitCodeFor(result.status());
-  }
+  if (!result.ok()) return Fail("reel train", result.status());
   if (result->exit_code != 0) {
     std::fprintf(stderr, "reel train: the job failed after %d restart%s: %s\n", result->restarts,
                  result->restarts == 1 ? "" : "s", result->failure.c_str());
@@ -210,10 +207,7 @@ int RunEvalCommand(const EvalFlags& flags) {
   options.split = flags.split;
   options.eval_clips = flags.clips;
   auto report = train::RunEvaluation(*config, options);
-  if (!report.ok()) {
-    std::fprintf(stderr, "reel eval: %s\n", report.status().ToString().c_str());
-    return ExitCodeFor(report.status());
-  }
+  if (!report.ok()) return Fail("reel eval", report.status());
   PrintReport(*report, flags.json);
   if (!flags.out.empty()) {
     std::ofstream out(flags.out, std::ios::trunc);

@@ -251,8 +251,7 @@ Status Walk(const std::string& root, const std::string& dir_key, const std::stri
   }
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
-    if (name == "." || name == ".." || name.substr(0, kStoreTempPrefix.size()) == kStoreTempPrefix)
-      continue;
+    if (name == "." || name == ".." || name.rfind(kStoreTempPrefix, 0) == 0) continue;
     std::string key = dir_key.empty() ? std::string(name) : dir_key + "/" + std::string(name);
     // Prune subtrees that cannot hold keys with this prefix.
     size_t common = std::min(key.size(), prefix.size());
