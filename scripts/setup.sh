@@ -15,6 +15,8 @@ RUN_PACKAGES=(
   libssl-dev libzstd-dev
   # http (Boost.Beast and Boost.Asio, header-only)
   libboost-dev
+  # serve: the KServe v2 request parser
+  libsimdjson-dev
   # storage
   libcurl4-openssl-dev ca-certificates
   # metadata (the registry): SQLite embedded, libpq for a team's PostgreSQL

@@ -1,0 +1,302 @@
+#include "serve/kserve.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/random.h"
+#include "testing/status_matchers.h"
+
+namespace reel::serve {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> FloatsOf(const Tensor& t) {
+  std::vector<float> values(t.data.size() / sizeof(float));
+  std::memcpy(values.data(), t.data.data(), values.size() * sizeof(float));
+  return values;
+}
+
+InferRequest ClipRequest() {
+  InferRequest request;
+  request.id = "req-7";
+  std::vector<float> clip(2 * 3 * 4);
+  for (size_t i = 0; i < clip.size(); ++i) clip[i] = 0.25f * static_cast<float>(i) - 1.5f;
+  request.inputs.push_back(MakeTensor("clip", DataType::kFp32, {2, 3, 4}, clip));
+  request.inputs.push_back(MakeBytesTensor("video", {"abc", "d\u00e9f"}));
+  request.inputs.push_back(
+      MakeTensor("frames", DataType::kUint8, {3}, std::vector<uint8_t>{0, 7, 255}));
+  request.outputs.push_back({"probabilities", true, std::nullopt});
+  request.outputs.push_back({"labels", false, 3});
+  request.timeout_us = 5000;
+  return request;
+}
+
+void ExpectSameRequest(const InferRequest& a, const InferRequest& b) {
+  EXPECT_EQ(a.id, b.id);
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    EXPECT_EQ(a.inputs[i].name, b.inputs[i].name);
+    EXPECT_EQ(a.inputs[i].datatype, b.inputs[i].datatype);
+    EXPECT_EQ(a.inputs[i].shape, b.inputs[i].shape);
+    EXPECT_EQ(a.inputs[i].data, b.inputs[i].data) << a.inputs[i].name;
+  }
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    EXPECT_EQ(a.outputs[i].name, b.outputs[i].name);
+    EXPECT_EQ(a.outputs[i].binary, b.outputs[i].binary);
+    EXPECT_EQ(a.outputs[i].classification, b.outputs[i].classification);
+  }
+  EXPECT_EQ(a.timeout_us, b.timeout_us);
+}
+
+TEST(KServeCodec, JsonRequestRoundTrips) {
+  const InferRequest request = ClipRequest();
+  const Body body = EncodeInferRequest(request, /*binary=*/false);
+  EXPECT_FALSE(body.json_length.has_value());
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body.bytes, std::nullopt));
+  ExpectSameRequest(request, parsed);
+}
+
+TEST(KServeCodec, BytesThatAreNotUtf8TravelAsBinary) {
+  InferRequest request;
+  request.inputs.push_back(MakeBytesTensor("video", {std::string("\0\xff\x80", 3), "ok"}));
+  request.inputs.push_back(MakeTensor("k", DataType::kInt64, {1}, std::vector<int64_t>{3}));
+  const Body body = EncodeInferRequest(request, /*binary=*/false);
+  ASSERT_TRUE(body.json_length.has_value());
+  EXPECT_EQ(body.bytes.substr(*body.json_length), request.inputs[0].data);
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body.bytes, body.json_length));
+  ExpectSameRequest(request, parsed);
+}
+
+TEST(KServeCodec, BinaryRequestRoundTrips) {
+  const InferRequest request = ClipRequest();
+  const Body body = EncodeInferRequest(request, /*binary=*/true);
+  ASSERT_TRUE(body.json_length.has_value());
+  EXPECT_LT(*body.json_length, body.bytes.size());
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body.bytes, body.json_length));
+  ExpectSameRequest(request, parsed);
+}
+
+TEST(KServeCodec, AcceptsNestedDataAndAnyKeyOrder) {
+  const std::string body = R"({"inputs":[{"data":[[1,2],[3,4.5]],"shape":[2,2],
+      "datatype":"FP32","name":"x"}],"id":"a"})";
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body, std::nullopt));
+  ASSERT_EQ(parsed.inputs.size(), 1u);
+  EXPECT_EQ(parsed.id, "a");
+  EXPECT_THAT(FloatsOf(parsed.inputs[0]), ::testing::ElementsAre(1.f, 2.f, 3.f, 4.5f));
+}
+
+TEST(KServeCodec, IntegerTypesKeepTheirWidthAndSign) {
+  const std::string body = R"({"inputs":[
+      {"name":"a","datatype":"INT16","shape":[2],"data":[-32768,32767]},
+      {"name":"b","datatype":"UINT64","shape":[1],"data":[18446744073709551615]},
+      {"name":"c","datatype":"BOOL","shape":[2],"data":[true,false]}]})";
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body, std::nullopt));
+  ASSERT_EQ(parsed.inputs.size(), 3u);
+  int16_t a[2];
+  std::memcpy(a, parsed.inputs[0].data.data(), 4);
+  EXPECT_EQ(a[0], -32768);
+  EXPECT_EQ(a[1], 32767);
+  uint64_t b = 0;
+  std::memcpy(&b, parsed.inputs[1].data.data(), 8);
+  EXPECT_EQ(b, UINT64_MAX);
+  EXPECT_EQ(parsed.inputs[2].data, std::string("\1\0", 2));
+}
+
+struct BadRequest {
+  const char* body;
+  const char* message;
+};
+
+class KServeBadRequest : public ::testing::TestWithParam<BadRequest> {};
+
+TEST_P(KServeBadRequest, IsInvalidArgumentNamingTheProblem) {
+  const auto parsed = ParseInferRequest(GetParam().body, std::nullopt);
+  ASSERT_STATUS(parsed, StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, KServeBadRequest,
+    ::testing::Values(
+        BadRequest{"", "malformed inference request"}, BadRequest{"[1,2]", "not a JSON object"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":[1,2]})",
+                   "malformed"},
+        BadRequest{R"({"id":"a"})", "no inputs"}, BadRequest{R"({"inputs":[]})", "no inputs"},
+        BadRequest{R"({"inputs":{}})", "\"inputs\" must be a list"},
+        BadRequest{R"({"inputs":[{"datatype":"FP32","shape":[1],"data":[1]}]})", "\"name\""},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP33","shape":[1],"data":[1]}]})",
+                   "unknown datatype 'FP33'"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","data":[1]}]})",
+                   "needs a \"shape\""},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[-1],"data":[1]}]})",
+                   "non-negative integers"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2]}]})",
+                   "shape [1,3] has 3 elements but data has 2"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1,2]}]})",
+                   "has 1 elements but data has more"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":["a"]}]})",
+                   "element 0 is not a valid FP32"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"UINT8","shape":[1],"data":[256]}]})",
+                   "(256) is out of range for UINT8"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"INT8","shape":[1],"data":[1.5]}]})",
+                   "not a valid INT8"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP16","shape":[1],"data":[1]}]})",
+                   "send it as binary data"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[100000000],"data":[1]}]})",
+                   "more than the request's JSON can hold"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1099511627776,
+                   1099511627776],"data":[1]}]})",
+                   "over the limit"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1]}]})",
+                   "needs \"data\" or binary_data_size"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1],
+                   "parameters":{"binary_data_size":4}}]})",
+                   "both data and binary_data_size"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],
+                   "parameters":{"binary_data_size":4}}]})",
+                   "runs past the end of the body"},
+        BadRequest{
+            R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[[[[[[[[[1]]]]]]]]]}]})",
+            "nested deeper than 8"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}]} x)",
+                   "malformed"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
+                   "parameters":{"timeout":-4}})",
+                   "timeout must be a non-negative integer"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
+                   "outputs":[{"name":"y","parameters":{"classification":0}}]})",
+                   "classification must be a positive integer"}));
+
+TEST(KServeCodec, BinaryPartsMustAddUp) {
+  const std::string json =
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}}]})";
+  std::string body = json + std::string(8, '\0');
+  EXPECT_OK(ParseInferRequest(body, json.size()));
+  const auto extra = ParseInferRequest(body + "zz", json.size());
+  ASSERT_STATUS(extra, StatusCode::kInvalidArgument);
+  EXPECT_THAT(extra.status().message(), HasSubstr("2 bytes after the binary inputs"));
+  const std::string short_json =
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":8}}]})";
+  const auto wrong = ParseInferRequest(short_json + std::string(8, '\0'), short_json.size());
+  ASSERT_STATUS(wrong, StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.status().message(), HasSubstr("needs 12 bytes but binary_data_size is 8"));
+  EXPECT_STATUS(ParseInferRequest(body, body.size() + 1), StatusCode::kInvalidArgument);
+}
+
+TEST(KServeCodec, JsonLengthHeaderIsABoundedCount) {
+  ASSERT_OK_AND_ASSIGN(auto none, JsonLengthHeader("", 10));
+  EXPECT_FALSE(none.has_value());
+  ASSERT_OK_AND_ASSIGN(auto seven, JsonLengthHeader("7", 10));
+  EXPECT_EQ(seven, std::optional<size_t>(7));
+  EXPECT_STATUS(JsonLengthHeader("11", 10), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(JsonLengthHeader("-1", 10), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(JsonLengthHeader("99999999999999999999999", 10), StatusCode::kInvalidArgument);
+}
+
+TEST(KServeCodec, ResponseRoundTripsWithBinaryOutputs) {
+  InferResponse response;
+  response.model_name = "r2plus1d";
+  response.model_version = "3";
+  response.id = "req-7";
+  response.outputs.push_back(
+      MakeTensor("probabilities", DataType::kFp32, {1, 3}, std::vector<float>{0.5f, 0.25f, 0.25f}));
+  response.outputs.push_back(MakeBytesTensor("labels", {"0.5:0:Walk", "0.25:1:Run"}));
+  for (bool all_binary : {false, true}) {
+    const std::vector<RequestedOutput> outputs = {{"probabilities", true, std::nullopt}};
+    const Body body = EncodeInferResponse(response, outputs, all_binary);
+    ASSERT_TRUE(body.json_length.has_value());
+    ASSERT_OK_AND_ASSIGN(InferResponse parsed, ParseInferResponse(body.bytes, body.json_length));
+    EXPECT_EQ(parsed.model_name, "r2plus1d");
+    EXPECT_EQ(parsed.model_version, "3");
+    EXPECT_EQ(parsed.id, "req-7");
+    ASSERT_EQ(parsed.outputs.size(), 2u);
+    EXPECT_EQ(parsed.outputs[0].data, response.outputs[0].data);
+    EXPECT_EQ(parsed.outputs[1].data, response.outputs[1].data);
+    EXPECT_EQ(parsed.outputs[1].shape, std::vector<int64_t>{2});
+  }
+}
+
+TEST(KServeCodec, MalformedResponseIsAnError) {
+  EXPECT_STATUS(ParseInferResponse("nope", std::nullopt), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(
+      ParseInferResponse(R"({"outputs":[{"name":1,"datatype":"FP32","shape":[1]}]})", std::nullopt),
+      StatusCode::kInvalidArgument);
+}
+
+// One mutation of a valid body: flip, insert, delete or duplicate bytes, or cut it short.
+std::string Mutate(std::string body, Rng* rng) {
+  const int edits = 1 + rng->UniformInt(4);
+  static constexpr char kTokens[] = "{}[]\",:0123456789-.eE tfnul\\\xff";
+  for (int i = 0; i < edits && !body.empty(); ++i) {
+    const size_t at = rng->Below(body.size());
+    switch (rng->UniformInt(5)) {
+      case 0:
+        body[at] = static_cast<char>(body[at] ^ (1 << rng->UniformInt(8)));
+        break;
+      case 1:
+        body.insert(at, 1, kTokens[rng->Below(sizeof(kTokens) - 1)]);
+        break;
+      case 2:
+        body.erase(at, 1 + rng->Below(8));
+        break;
+      case 3:
+        body.insert(at, body.substr(at, 1 + rng->Below(16)));
+        break;
+      default:
+        body.resize(at);
+    }
+  }
+  return body;
+}
+
+// What a parsed request promises its user: every fixed-width tensor holds exactly the bytes its
+// shape and type need, and BYTES tensors split into as many elements as the shape says.
+void ExpectConsistent(const InferRequest& request) {
+  for (const Tensor& t : request.inputs) {
+    if (ElementSize(t.datatype) > 0) {
+      EXPECT_EQ(t.data.size(), static_cast<size_t>(t.elements()) * ElementSize(t.datatype));
+    } else {
+      auto strings = t.Strings();
+      ASSERT_OK(strings);
+      EXPECT_EQ(static_cast<int64_t>(strings->size()), t.elements());
+    }
+  }
+}
+
+// A seeded random mutator over valid JSON and binary requests: thousands of malformed bodies,
+// each either parsed into a consistent request or refused with InvalidArgument; never a crash.
+TEST(KServeCodecFuzz, MutatedRequestsNeverCrash) {
+  const InferRequest request = ClipRequest();
+  const Body seeds[] = {EncodeInferRequest(request, false), EncodeInferRequest(request, true)};
+  Rng rng = Rng::Stream(20261203, 15);
+  int accepted = 0;
+  constexpr int kCases = 6000;
+  for (int i = 0; i < kCases; ++i) {
+    const Body& seed = seeds[i % 2];
+    const std::string body = Mutate(seed.bytes, &rng);
+    std::optional<size_t> json_length = seed.json_length;
+    if (json_length && (*json_length > body.size() || rng.UniformInt(8) == 0)) {
+      json_length = rng.Below(body.size() + 1);
+    }
+    const auto parsed = ParseInferRequest(body, json_length);
+    if (parsed.ok()) {
+      ++accepted;
+      ExpectConsistent(*parsed);
+    } else {
+      EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << parsed.status().message();
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+  // Some mutations (inside a number, the id) leave a valid request: both paths were exercised.
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, kCases);
+}
+
+}  // namespace
+}  // namespace reel::serve

@@ -1,0 +1,64 @@
+// A model the server can run, as the server sees it: no LibTorch here (model_torch.cc has it).
+//
+// A model maps n samples of sample_shape ([C, T, H, W] FP32, normalised as in evaluation) to
+// n × num_classes logits. LoadModel reads one from
+//   models:/name@alias, models:/name/4   a registry version (options.registry, else
+//                                        $REEL_REGISTRY_URI, else ./reel-data/registry)
+//   a run folder, a checkpoint store or  what `reel models register` reads (train/registration.h);
+//   one checkpoint, a .safetensors file  a .safetensors file needs options.config (YAML with a
+//                                        `model:` section)
+//   a .pt / .pth / .ts file              TorchScript from torch.jit.save; options.config (or
+//                                        the defaults 3×8×112×112) gives the input shape
+// and warms it up with one forward pass, which also tells the class count of TorchScript.
+//
+// Errors: InvalidArgument for a source that is none of these; NotFound for a missing file or
+// version; FailedPrecondition when the weights do not fit the architecture; Internal for a
+// LibTorch failure (its message kept).
+// Thread-safety: Forward may be called from several threads at once (one per model instance).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace reel::serve {
+
+struct ModelInfo {
+  std::string name;          // the registered model's name, or the file's stem
+  std::string version;       // the registry version ("4"), or "1" for a file
+  std::string source;        // what it was loaded from, resolved ("models:/synthetic/4")
+  std::string platform;      // "reel_libtorch" (Reel's architectures) or "pytorch_torchscript"
+  std::string architecture;  // "r2plus1d", or "torchscript"
+  std::vector<int64_t> sample_shape;     // [C, T, H, W]
+  std::vector<std::string> class_names;  // num_classes of them ("0", "1", ... when unknown)
+
+  int64_t sample_size() const {  // C × T × H × W
+    int64_t n = 1;
+    for (int64_t d : sample_shape) n *= d;
+    return n;
+  }
+  int64_t num_classes() const { return static_cast<int64_t>(class_names.size()); }
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelInfo& info() const { return info_; }
+  // `input`: n samples, one after the other. Returns n × num_classes logits.
+  virtual Result<std::vector<float>> Forward(const float* input, int64_t n) const = 0;
+
+ protected:
+  ModelInfo info_;
+};
+
+struct LoadOptions {
+  std::string registry;  // for models:/ URIs; "" = $REEL_REGISTRY_URI, else the default folder
+  std::string config;    // YAML: the model and data sections (a .safetensors file, TorchScript)
+};
+
+Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options);
+
+}  // namespace reel::serve

@@ -1,0 +1,269 @@
+// LoadModel with LibTorch: Reel's architectures from registry versions and checkpoints, and
+// TorchScript files. LibTorch's exceptions stop here.
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "base/config.h"
+#include "models/model_spec.h"
+#include "models/model_zoo.h"
+#include "models/state_dict.h"
+#include "registry/model_uri.h"
+#include "registry/registry.h"
+#include "registry/views.h"
+#include "serve/model.h"
+#include "train/registration.h"
+
+namespace reel::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a registry version and a checkpoint both give: weights, architecture, config, metrics.
+struct Parts {
+  models::SafetensorsFile weights;
+  nlohmann::json architecture, metrics;
+  std::string config;
+  std::string name, version, source;
+};
+
+Result<Parts> PartsFromRegistry(const std::string& uri, const LoadOptions& options) {
+  REEL_ASSIGN_OR_RETURN(
+      auto registry, registry::OpenRegistry(registry::RegistryUriOrDefault(options.registry), ""));
+  REEL_ASSIGN_OR_RETURN(registry::VersionInfo version, registry->Get(uri));
+  Parts parts;
+  REEL_ASSIGN_OR_RETURN(parts.weights, registry->PullWeights(version));
+  parts.architecture = version.architecture;
+  parts.metrics = version.metrics;
+  parts.config = version.config;
+  parts.name = version.id.model;
+  parts.version = std::to_string(version.id.version);
+  parts.source = version.id.ToString();
+  return parts;
+}
+
+std::string StemOf(const std::string& path) {
+  fs::path p(path);
+  while (!p.empty() && !p.has_stem()) p = p.parent_path();  // "run/" -> "run"
+  return p.has_stem() ? p.stem().string() : "model";
+}
+
+Result<Parts> PartsFromPath(const std::string& path, const LoadOptions& options) {
+  if (!fs::exists(path)) return NotFoundError("no such model file or folder: '" + path + "'");
+  train::ImportOptions import;
+  import.config = options.config;
+  REEL_ASSIGN_OR_RETURN(registry::NewVersion v, train::VersionFromPath(path, import));
+  Parts parts;
+  parts.weights = std::move(v.weights);
+  parts.architecture = std::move(v.architecture);
+  parts.metrics = std::move(v.metrics);
+  parts.config = std::move(v.config);
+  parts.name = StemOf(path);
+  parts.version = "1";
+  parts.source = path;
+  return parts;
+}
+
+// The architecture as registration recorded it (train::ArchitectureJson).
+Result<models::ModelSpec> SpecOf(const nlohmann::json& architecture, const std::string& source) {
+  models::ModelSpec spec;
+  try {
+    spec.name = architecture.at("name").get<std::string>();
+    spec.num_classes = architecture.at("num_classes").get<int>();
+    spec.width = architecture.value("width", 0);
+    if (architecture.contains("layers"))
+      spec.layers = architecture["layers"].get<std::array<int, 4>>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(source + ": the version's architecture is not one Reel builds (" +
+                                e.what() + ")");
+  }
+  return spec;
+}
+
+// [3, clip_frames, size, size] from the config's data section (the defaults without one).
+Result<std::vector<int64_t>> SampleShapeOf(const std::string& config, const std::string& source) {
+  int64_t frames = 8, size = 112;
+  if (!config.empty()) {
+    REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadString(config, source + " (config)"));
+    if (root.Has("data")) {
+      REEL_ASSIGN_OR_RETURN(ConfigNode data, root.Child("data"));
+      REEL_ASSIGN_OR_RETURN(frames, data.GetInt("clip_frames", frames));
+      REEL_ASSIGN_OR_RETURN(size, data.GetInt("size", size));
+    }
+  }
+  if (frames < 1 || size < 1)
+    return InvalidArgumentError(source + ": clip_frames and size must be positive");
+  return std::vector<int64_t>{3, frames, size, size};
+}
+
+// The evaluation report's class names when it has them, else "0", "1", ...
+std::vector<std::string> ClassNames(const nlohmann::json& metrics, int64_t num_classes) {
+  std::vector<std::string> names;
+  const auto it = metrics.find("class_names");
+  if (it != metrics.end() && it->is_array() && static_cast<int64_t>(it->size()) == num_classes) {
+    for (const auto& name : *it) names.push_back(name.is_string() ? name.get<std::string>() : "");
+  }
+  if (names.empty()) {
+    for (int64_t i = 0; i < num_classes; ++i) names.push_back(std::to_string(i));
+  }
+  return names;
+}
+
+torch::Tensor InputTensor(const float* input, int64_t n, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> sizes = {n};
+  sizes.insert(sizes.end(), shape.begin(), shape.end());
+  // from_blob does not copy and never writes: the const_cast only satisfies its signature.
+  return torch::from_blob(const_cast<float*>(input), sizes, torch::kFloat32);
+}
+
+Result<std::vector<float>> LogitsOf(const torch::Tensor& output, int64_t n) {
+  if (output.dim() != 2 || output.size(0) != n) {
+    return InternalError("the model returned a tensor of shape " + c10::str(output.sizes()) +
+                         ", not [" + std::to_string(n) + ", classes]");
+  }
+  const torch::Tensor logits = output.to(torch::kFloat32).contiguous();
+  std::vector<float> values(static_cast<size_t>(logits.numel()));
+  std::memcpy(values.data(), logits.data_ptr<float>(), values.size() * sizeof(float));
+  return values;
+}
+
+// Runs `forward` with LibTorch's errors turned into Status.
+template <class Fn>
+Result<std::vector<float>> Guarded(Fn&& forward) {
+  try {
+    c10::InferenceMode inference;
+    return forward();
+  } catch (const c10::Error& e) {
+    return InternalError(std::string("LibTorch: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return InternalError(std::string("forward: ") + e.what());
+  }
+}
+
+class ModuleModel : public Model {
+ public:
+  ModuleModel(ModelInfo info, torch::nn::AnyModule module) : module_(std::move(module)) {
+    info_ = std::move(info);
+  }
+  Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
+    return Guarded([&] {
+      torch::Tensor x = InputTensor(input, n, info_.sample_shape);
+      // AnyModule::forward is not const, but an eval-mode forward changes no state.
+      return LogitsOf(const_cast<torch::nn::AnyModule&>(module_).forward(x), n);
+    });
+  }
+
+ private:
+  torch::nn::AnyModule module_;
+};
+
+class ScriptModel : public Model {
+ public:
+  explicit ScriptModel(const torch::jit::Module& module) : module_(module) {}  // shares the graph
+  void set_info(ModelInfo info) { info_ = std::move(info); }
+  Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
+    return Guarded([&] {
+      std::vector<torch::jit::IValue> args = {InputTensor(input, n, info_.sample_shape)};
+      torch::jit::IValue out = const_cast<torch::jit::Module&>(module_).forward(args);
+      if (!out.isTensor())
+        return Result<std::vector<float>>(
+            InternalError("the TorchScript model did not return a tensor"));
+      return LogitsOf(out.toTensor(), n);
+    });
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+// One forward pass of zeros: loads lazily initialised kernels now rather than on the first
+// request, and tells the class count.
+Result<int64_t> WarmUp(const Model& model, int64_t sample_size) {
+  std::vector<float> zeros(static_cast<size_t>(sample_size), 0.f);
+  REEL_ASSIGN_OR_RETURN(std::vector<float> logits, model.Forward(zeros.data(), 1));
+  if (logits.empty()) return InternalError("the model returned no classes");
+  return static_cast<int64_t>(logits.size());
+}
+
+Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts) {
+  REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, SpecOf(parts.architecture, parts.source));
+  REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule module, models::BuildModel(spec));
+  Status loaded = models::LoadStateDict(*module.ptr(), parts.weights);
+  if (!loaded.ok()) {
+    return FailedPreconditionError(parts.source + " does not fit model '" + spec.name +
+                                   "': " + loaded.message());
+  }
+  module.ptr()->eval();
+  ModelInfo info;
+  info.name = parts.name;
+  info.version = parts.version;
+  info.source = parts.source;
+  info.platform = "reel_libtorch";
+  info.architecture = spec.name;
+  REEL_ASSIGN_OR_RETURN(info.sample_shape, SampleShapeOf(parts.config, parts.source));
+  info.class_names = ClassNames(parts.metrics, spec.num_classes);
+  auto model = std::make_unique<ModuleModel>(std::move(info), std::move(module));
+  REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, model->info().sample_size()));
+  if (classes != spec.num_classes) {
+    return InternalError(parts.source + ": the model gave " + std::to_string(classes) +
+                         " scores, its architecture says " + std::to_string(spec.num_classes));
+  }
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+Result<std::unique_ptr<Model>> LoadTorchScript(const std::string& path,
+                                               const LoadOptions& options) {
+  if (!fs::exists(path)) return NotFoundError("no such TorchScript file: '" + path + "'");
+  std::string config;
+  if (!options.config.empty()) {
+    std::ifstream in(options.config, std::ios::binary);
+    if (!in) return NotFoundError("model config '" + options.config + "' cannot be read");
+    config.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path, torch::kCPU);
+    module.eval();
+  } catch (const c10::Error& e) {
+    return InvalidArgumentError("'" + path +
+                                "' is not a TorchScript file: " + e.what_without_backtrace());
+  }
+  auto model = std::make_unique<ScriptModel>(module);
+  ModelInfo info;
+  info.name = StemOf(path);
+  info.version = "1";
+  info.source = path;
+  info.platform = "pytorch_torchscript";
+  info.architecture = "torchscript";
+  REEL_ASSIGN_OR_RETURN(info.sample_shape, SampleShapeOf(config, path));
+  model->set_info(info);
+  REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, info.sample_size()));
+  info.class_names = ClassNames(nlohmann::json::object(), classes);
+  model->set_info(std::move(info));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+bool IsTorchScriptPath(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".pt" || ext == ".pth" || ext == ".ts" || ext == ".torchscript";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options) {
+  try {
+    if (registry::IsModelUri(source)) {
+      REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromRegistry(source, options));
+      return LoadReelModel(parts);
+    }
+    if (IsTorchScriptPath(source)) return LoadTorchScript(source, options);
+    REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromPath(source, options));
+    return LoadReelModel(parts);
+  } catch (const c10::Error& e) {
+    return InternalError(source + ": LibTorch: " + e.what_without_backtrace());
+  }
+}
+
+}  // namespace reel::serve

@@ -1,0 +1,431 @@
+#include "serve/service.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "base/build_info.h"
+#include "base/strings.h"
+#include "loader/clip_transform.h"
+#include "serve/kserve.h"
+
+namespace reel::serve {
+namespace {
+
+using Json = nlohmann::json;
+using http::Request;
+using http::Response;
+
+constexpr const char* kInput = "input";
+constexpr const char* kLogits = "logits";
+constexpr const char* kProbabilities = "probabilities";
+constexpr const char* kJsonLengthHeader = "Inference-Header-Content-Length";
+
+// One served version: its model, its batcher and the counters /metrics reports.
+struct Served {
+  std::string name;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<Batcher> batcher;
+  std::atomic<int64_t> success{0}, failure{0}, request_us{0};
+};
+
+// The batch size of `input`, whose shape must be sample_shape with or without a leading B.
+Result<int64_t> BatchOf(const Tensor& input, const ModelInfo& info) {
+  const std::vector<int64_t>& want = info.sample_shape;
+  const std::vector<int64_t>& got = input.shape;
+  if (got == want) return 1;
+  if (got.size() == want.size() + 1 && std::equal(want.begin(), want.end(), got.begin() + 1) &&
+      got[0] >= 1) {
+    return got[0];
+  }
+  return InvalidArgumentError("input '" + input.name + "' has shape " + ShapeText(got) +
+                              "; model '" + info.name + "' takes [B," + ShapeText(want).substr(1));
+}
+
+// Raw pixels to the model's input: (x / 255 - mean) / std per channel, as evaluation does.
+std::vector<float> NormalizeUint8(const std::string& bytes, const ModelInfo& info) {
+  const loader::TransformOptions transform;
+  const int64_t channels = info.sample_shape[0];
+  const int64_t plane = info.sample_size() / channels;
+  std::vector<float> out(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const size_t c = static_cast<size_t>((static_cast<int64_t>(i) / plane) % channels) % 3;
+    const float x = static_cast<float>(static_cast<uint8_t>(bytes[i])) / 255.f;
+    out[i] = (x - transform.mean[c]) / transform.std[c];
+  }
+  return out;
+}
+
+Result<BatchWork> WorkFrom(const InferRequest& request, const ModelInfo& info) {
+  if (request.inputs.size() != 1 || request.inputs[0].name != kInput) {
+    return InvalidArgumentError(
+        "model '" + info.name + "' takes one input named 'input'; the " + "request has " +
+        std::to_string(request.inputs.size()) +
+        (request.inputs.empty() ? "" : " ('" + request.inputs[0].name + "')"));
+  }
+  const Tensor& input = request.inputs[0];
+  BatchWork work;
+  REEL_ASSIGN_OR_RETURN(work.n, BatchOf(input, info));
+  if (input.datatype == DataType::kFp32) {
+    work.input.resize(input.data.size() / sizeof(float));
+    std::memcpy(work.input.data(), input.data.data(), work.input.size() * sizeof(float));
+  } else if (input.datatype == DataType::kUint8) {
+    work.input = NormalizeUint8(input.data, info);
+  } else {
+    return InvalidArgumentError("input 'input' must be FP32 or UINT8, not " +
+                                std::string(DataTypeName(input.datatype)));
+  }
+  return work;
+}
+
+Status CheckOutputs(const std::vector<RequestedOutput>& outputs, const ModelInfo& info) {
+  for (const RequestedOutput& o : outputs) {
+    if (o.name != kLogits && o.name != kProbabilities) {
+      return InvalidArgumentError("model '" + info.name + "' has no output '" + o.name +
+                                  "' (it has 'logits' and 'probabilities')");
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<float> Softmax(const std::vector<float>& logits, int64_t classes) {
+  std::vector<float> out(logits.size());
+  for (size_t row = 0; row < logits.size() / static_cast<size_t>(classes); ++row) {
+    const float* in = logits.data() + row * classes;
+    float* p = out.data() + row * classes;
+    const float top = *std::max_element(in, in + classes);
+    double sum = 0;
+    for (int64_t k = 0; k < classes; ++k) sum += p[k] = std::exp(in[k] - top);
+    for (int64_t k = 0; k < classes; ++k) p[k] = static_cast<float>(p[k] / sum);
+  }
+  return out;
+}
+
+// The classification extension: each row's top k as "score:index:label", best first.
+Tensor Classification(const std::string& name, const std::vector<float>& scores, int64_t batch,
+                      int k, const ModelInfo& info) {
+  const int64_t classes = info.num_classes();
+  const int64_t top = std::min<int64_t>(k, classes);
+  std::vector<std::string> labels;
+  for (int64_t row = 0; row < batch; ++row) {
+    const float* s = scores.data() + row * classes;
+    std::vector<int64_t> order(static_cast<size_t>(classes));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                      [&](int64_t a, int64_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+    for (int64_t i = 0; i < top; ++i) {
+      char score[32];
+      std::snprintf(score, sizeof(score), "%.6g", s[order[i]]);
+      labels.push_back(std::string(score) + ":" + std::to_string(order[i]) + ":" +
+                       info.class_names[static_cast<size_t>(order[i])]);
+    }
+  }
+  Tensor t = MakeBytesTensor(name, labels);
+  t.shape = {batch, top};
+  return t;
+}
+
+InferResponse ResponseFor(const InferRequest& request, const Served& served,
+                          const std::vector<float>& logits, int64_t batch) {
+  const ModelInfo& info = served.model->info();
+  InferResponse response;
+  response.model_name = served.name;
+  response.model_version = info.version;
+  response.id = request.id;
+  std::vector<RequestedOutput> wanted = request.outputs;
+  if (wanted.empty())
+    wanted = {{kLogits, false, std::nullopt}, {kProbabilities, false, std::nullopt}};
+  const std::vector<int64_t> shape = {batch, info.num_classes()};
+  for (const RequestedOutput& o : wanted) {
+    const std::vector<float> values =
+        o.name == kLogits ? logits : Softmax(logits, info.num_classes());
+    if (o.classification) {
+      response.outputs.push_back(Classification(o.name, values, batch, *o.classification, info));
+    } else {
+      response.outputs.push_back(MakeTensor(o.name, DataType::kFp32, shape, values));
+    }
+  }
+  return response;
+}
+
+Response ErrorResponse(const Status& status) {
+  if (status.code() == StatusCode::kResourceExhausted) {
+    Response r = Response::Error(503, status);
+    r.headers["Retry-After"] = "1";
+    return r;
+  }
+  return Response::Error(status);
+}
+
+Response BodyResponse(Body body) {
+  Response r;
+  r.body = std::move(body.bytes);
+  if (body.json_length) {
+    r.headers[kJsonLengthHeader] = std::to_string(*body.json_length);
+    r.headers["Content-Type"] = "application/octet-stream";
+  } else {
+    r.headers["Content-Type"] = "application/json";
+  }
+  return r;
+}
+
+std::string LabelValue(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Service::Impl {
+  ServiceOptions options;
+  mutable std::mutex mu;
+  struct Entry {
+    std::map<std::string, std::shared_ptr<Served>> versions;
+    std::string current;
+  };
+  std::map<std::string, Entry> models;  // guarded by mu
+  std::atomic<bool> ready{true};
+
+  // The version a request names, or the current one.
+  Result<std::shared_ptr<Served>> Find(const std::string& name, const std::string& version) const {
+    std::lock_guard lock(mu);
+    const auto it = models.find(name);
+    if (it == models.end())
+      return NotFoundError("no model named '" + PrintableForMessage(name, 100) + "'");
+    const std::string& v = version.empty() ? it->second.current : version;
+    const auto vit = it->second.versions.find(v);
+    if (vit == it->second.versions.end()) {
+      return NotFoundError("model '" + name + "' has no version '" + PrintableForMessage(v, 40) +
+                           "'");
+    }
+    return vit->second;
+  }
+
+  Result<std::shared_ptr<Served>> FindFor(const Request& request) const {
+    const auto v = request.params.find("version");
+    return Find(request.params.at("model"), v == request.params.end() ? "" : v->second);
+  }
+
+  Response Infer(const Request& request) {
+    auto served = FindFor(request);
+    if (!served.ok()) return ErrorResponse(served.status());
+    const auto start = std::chrono::steady_clock::now();
+    Result<Body> body = InferOn(**served, request);
+    (*served)->request_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
+    if (!body.ok()) {
+      ++(*served)->failure;
+      return ErrorResponse(body.status());
+    }
+    ++(*served)->success;
+    return BodyResponse(std::move(*body));
+  }
+
+  Result<Body> InferOn(Served& served, const Request& request) const {
+    if (request.body.size() > options.max_request_bytes) {
+      return InvalidArgumentError("the request's " + std::to_string(request.body.size()) +
+                                  " bytes are over the limit of " +
+                                  std::to_string(options.max_request_bytes));
+    }
+    REEL_ASSIGN_OR_RETURN(std::optional<size_t> json_length,
+                          JsonLengthHeader(request.Header(kJsonLengthHeader), request.body.size()));
+    REEL_ASSIGN_OR_RETURN(InferRequest parsed, ParseInferRequest(request.body, json_length));
+    const ModelInfo& info = served.model->info();
+    REEL_RETURN_IF_ERROR(CheckOutputs(parsed.outputs, info));
+    REEL_ASSIGN_OR_RETURN(BatchWork work, WorkFrom(parsed, info));
+    if (parsed.timeout_us) {
+      work.deadline = Clock::System()->Now() + std::chrono::microseconds(*parsed.timeout_us);
+    }
+    const int64_t batch = work.n;
+    REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
+    InferResponse response = ResponseFor(parsed, served, result.output, batch);
+    return EncodeInferResponse(response, parsed.outputs, parsed.binary_output);
+  }
+
+  Response Metadata(const Request& request) const {
+    auto served = FindFor(request);
+    if (!served.ok()) return ErrorResponse(served.status());
+    const ModelInfo& info = (*served)->model->info();
+    std::vector<std::string> versions;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [v, unused] : models.at((*served)->name).versions) versions.push_back(v);
+    }
+    std::vector<int64_t> input_shape = {-1};
+    input_shape.insert(input_shape.end(), info.sample_shape.begin(), info.sample_shape.end());
+    const Json output_shape = {-1, info.num_classes()};
+    return Response::Json(
+        200,
+        Json{{"name", (*served)->name},
+             {"versions", versions},
+             {"platform", info.platform},
+             {"inputs",
+              Json::array({Json{{"name", kInput}, {"datatype", "FP32"}, {"shape", input_shape}}})},
+             {"outputs",
+              Json::array(
+                  {Json{{"name", kLogits}, {"datatype", "FP32"}, {"shape", output_shape}},
+                   Json{{"name", kProbabilities}, {"datatype", "FP32"}, {"shape", output_shape}}})},
+             {"parameters",
+              {{"architecture", info.architecture},
+               {"source", info.source},
+               {"class_names", info.class_names},
+               {"max_batch_size", (*served)->batcher->options().max_batch}}}});
+  }
+
+  Response ModelReady(const Request& request) const {
+    auto served = FindFor(request);
+    if (!served.ok()) return ErrorResponse(served.status());
+    return ready ? Response::Text(200, "") : Response::Error(UnavailableError("shutting down"));
+  }
+
+  std::vector<std::shared_ptr<Served>> All() const {
+    std::lock_guard lock(mu);
+    std::vector<std::shared_ptr<Served>> all;
+    for (const auto& [name, entry] : models) {
+      for (const auto& [v, served] : entry.versions) all.push_back(served);
+    }
+    return all;
+  }
+};
+
+Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+
+Service::~Service() { Shutdown(); }
+
+Status Service::AddModel(std::string name, std::shared_ptr<Model> model, BatcherOptions batching) {
+  if (name.empty()) name = model->info().name;
+  const ModelInfo& info = model->info();
+  Model* raw = model.get();
+  REEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Batcher> batcher,
+      Batcher::Start(std::move(batching), info.sample_size(), info.num_classes(),
+                     [raw](int, const float* input, int64_t n) { return raw->Forward(input, n); }));
+  auto served = std::make_shared<Served>();
+  served->name = name;
+  served->model = std::move(model);
+  served->batcher = std::move(batcher);
+  std::lock_guard lock(impl_->mu);
+  Impl::Entry& entry = impl_->models[name];
+  if (entry.versions.count(info.version)) {
+    return AlreadyExistsError("model '" + name + "' version " + info.version +
+                              " is served already");
+  }
+  entry.versions[info.version] = std::move(served);
+  entry.current = info.version;
+  return Status::Ok();
+}
+
+Status Service::AddRoutes(http::Router* router) {
+  Impl* s = impl_.get();
+  const auto metadata = [s](const Request& r) { return s->Metadata(r); };
+  const auto ready = [s](const Request& r) { return s->ModelReady(r); };
+  const auto infer = [s](const Request& r) { return s->Infer(r); };
+  REEL_RETURN_IF_ERROR(router->Add("GET", "/v2", [](const Request&) {
+    return Response::Json(200, Json{{"name", "reel"},
+                                    {"version", GetBuildInfo().version},
+                                    {"extensions", {"binary_tensor_data", "classification"}}});
+  }));
+  REEL_RETURN_IF_ERROR(router->Add("GET", "/v2/health/live",
+                                   [](const Request&) { return Response::Text(200, ""); }));
+  REEL_RETURN_IF_ERROR(router->Add("GET", "/v2/health/ready", [s](const Request&) {
+    return s->ready ? Response::Text(200, "") : Response::Error(UnavailableError("shutting down"));
+  }));
+  for (const std::string prefix : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
+    REEL_RETURN_IF_ERROR(router->Add("GET", prefix, metadata));
+    REEL_RETURN_IF_ERROR(router->Add("GET", prefix + "/ready", ready));
+    REEL_RETURN_IF_ERROR(router->Add("POST", prefix + "/infer", infer));
+  }
+  return router->Add("GET", "/metrics", [this](const Request&) {
+    Response r = Response::Text(200, MetricsText());
+    r.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+  });
+}
+
+std::string Service::MetricsText() const {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  const std::vector<std::shared_ptr<Served>> all = impl_->All();
+  std::string out;
+  const auto family =
+      [&](const Family& f,
+          const std::function<std::string(const Served&, const BatcherStats&)>& value) {
+        out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " +
+               f.type + "\n";
+        for (const auto& served : all) {
+          const BatcherStats stats = served->batcher->stats();
+          const std::string labels = "{model=\"" + LabelValue(served->name) + "\",version=\"" +
+                                     LabelValue(served->model->info().version) + "\"}";
+          out += f.name + labels + " " + value(*served, stats) + "\n";
+        }
+      };
+  const auto us = [](Clock::Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+  };
+  family({"nv_inference_request_success", "counter", "Number of successful inference requests"},
+         [](const Served& s, const BatcherStats&) { return std::to_string(s.success.load()); });
+  family({"nv_inference_request_failure", "counter", "Number of failed inference requests"},
+         [](const Served& s, const BatcherStats&) { return std::to_string(s.failure.load()); });
+  family({"nv_inference_count", "counter", "Number of inferences (samples) performed"},
+         [](const Served&, const BatcherStats& b) { return std::to_string(b.samples); });
+  family({"nv_inference_exec_count", "counter", "Number of model executions (batches)"},
+         [](const Served&, const BatcherStats& b) { return std::to_string(b.batches); });
+  family({"nv_inference_request_duration_us", "counter",
+          "Cumulative request duration in microseconds"},
+         [](const Served& s, const BatcherStats&) { return std::to_string(s.request_us.load()); });
+  family(
+      {"nv_inference_queue_duration_us", "counter", "Cumulative time requests waited in the queue"},
+      [&](const Served&, const BatcherStats& b) { return us(b.queue_time); });
+  family({"nv_inference_compute_infer_duration_us", "counter", "Cumulative model execution time"},
+         [&](const Served&, const BatcherStats& b) { return us(b.compute_time); });
+  family({"nv_inference_pending_request_count", "gauge", "Requests waiting in the queue"},
+         [](const Served&, const BatcherStats& b) { return std::to_string(b.queued); });
+  // The batch-size histogram (Triton has none by that name): executions by samples per batch.
+  out += "# HELP reel_inference_batch_size Samples per model execution\n";
+  out += "# TYPE reel_inference_batch_size histogram\n";
+  for (const auto& served : all) {
+    const BatcherStats stats = served->batcher->stats();
+    const std::string base = "model=\"" + LabelValue(served->name) + "\",version=\"" +
+                             LabelValue(served->model->info().version) + "\"";
+    int64_t count = 0, sum = 0;
+    for (const auto& [size, n] : stats.batch_sizes) sum += size * n;
+    for (int le : {1, 2, 4, 8, 16, 32, 64}) {
+      count = 0;
+      for (const auto& [size, n] : stats.batch_sizes) count += size <= le ? n : 0;
+      out += "reel_inference_batch_size_bucket{" + base + ",le=\"" + std::to_string(le) + "\"} " +
+             std::to_string(count) + "\n";
+    }
+    out += "reel_inference_batch_size_bucket{" + base + ",le=\"+Inf\"} " +
+           std::to_string(stats.batches) + "\n";
+    out += "reel_inference_batch_size_sum{" + base + "} " + std::to_string(sum) + "\n";
+    out += "reel_inference_batch_size_count{" + base + "} " + std::to_string(stats.batches) + "\n";
+  }
+  return out;
+}
+
+void Service::Shutdown() {
+  impl_->ready = false;
+  for (const auto& served : impl_->All()) served->batcher->Shutdown();
+}
+
+}  // namespace reel::serve

@@ -1,0 +1,65 @@
+// The inference service: KServe v2 over HTTP/REST (the Open Inference Protocol, as Triton and
+// KServe clients speak it) on Reel's shared HTTP layer, in front of a repository of models,
+// each version with its own dynamic batcher.
+//
+//   GET  /v2                                  server metadata (name, version, extensions)
+//   GET  /v2/health/live | /v2/health/ready   200 while alive | while every model is ready
+//   GET  /v2/models/{m}[/versions/{v}]        model metadata: inputs, outputs, versions
+//   GET  /v2/models/{m}[/versions/{v}]/ready  200 when ready, else 503
+//   POST /v2/models/{m}[/versions/{v}]/infer  inference (JSON or the binary tensor extension)
+//   GET  /metrics                             Prometheus text, Triton's metric names
+//
+// A model takes one input, "input": FP32 [B, C, T, H, W] (normalised as in evaluation) or
+// UINT8 [B, C, T, H, W] (raw pixels, normalised here with the training mean and std); B may be
+// left out for one sample. Outputs: "logits" and "probabilities" [B, classes] FP32; the
+// classification extension (an output's parameters.classification = k) answers that output as
+// BYTES [B, k] "score:index:label", best first.
+//
+// Errors: malformed or mis-shaped requests 400 naming the problem, unknown model or version 404,
+// a full queue 503 with Retry-After, a passed timeout 504.
+//
+// Thread-safety: all members may be called from any thread; handlers run concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "http/router.h"
+#include "serve/batcher.h"
+#include "serve/model.h"
+
+namespace reel::serve {
+
+struct ServiceOptions {
+  uint64_t max_request_bytes = 64ull << 20;  // a larger body is refused before parsing
+};
+
+class Service {
+ public:
+  explicit Service(ServiceOptions options = {});
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Serves `model` under `name` (its info().name when empty) as version info().version, with
+  // its own batcher; it becomes the version a request without /versions/{v} reaches.
+  // Errors: the batcher's (bad options); AlreadyExists for a name and version served already.
+  Status AddModel(std::string name, std::shared_ptr<Model> model, BatcherOptions batching);
+
+  // The routes above, bound to this service (which must outlive the server).
+  Status AddRoutes(http::Router* router);
+
+  // Prometheus text exposition of every model version's counters.
+  std::string MetricsText() const;
+
+  // Marks the service not ready (health/ready answers 503), then drains every batcher.
+  void Shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reel::serve

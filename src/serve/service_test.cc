@@ -1,0 +1,290 @@
+// The KServe v2 routes over real HTTP (Reel's server and client on loopback) in front of a
+// small in-memory model; model_torch_test.cc serves real LibTorch models.
+#include "serve/service.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "http/client.h"
+#include "http/server.h"
+#include "serve/kserve.h"
+#include "testing/status_matchers.h"
+#include "testing/wait.h"
+
+namespace reel::serve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Samples of shape [3, 1, 2, 2]; three classes scored (sum, -sum, 0). Can be held inside its
+// forward pass.
+class FakeModel : public Model {
+ public:
+  FakeModel() {
+    info_.name = "fake";
+    info_.version = "1";
+    info_.source = "memory";
+    info_.platform = "test";
+    info_.architecture = "sum";
+    info_.sample_shape = {3, 1, 2, 2};
+    info_.class_names = {"up", "down", "flat"};
+  }
+  Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
+    {
+      std::unique_lock lock(mu_);
+      ++calls_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+    }
+    std::vector<float> out;
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int64_t j = 0; j < 12; ++j) sum += input[i * 12 + j];
+      out.insert(out.end(), {sum, -sum, 0.f});
+    }
+    return out;
+  }
+  void set_open(bool open) {
+    std::lock_guard lock(mu_);
+    open_ = open;
+    changed_.notify_all();
+  }
+  bool WaitForCalls(int count) const {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(20), [&] { return calls_ >= count; });
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  mutable int calls_ = 0;
+  bool open_ = true;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(BatcherOptions{}); }
+
+  void Start(BatcherOptions batching) {
+    server_.reset();
+    service_ = std::make_unique<Service>();
+    model_ = std::make_shared<FakeModel>();
+    ASSERT_OK(service_->AddModel("", model_, batching));
+    http::Router router;
+    ASSERT_OK(service_->AddRoutes(&router));
+    http::ServerOptions options;
+    options.threads = 8;
+    ASSERT_OK_AND_ASSIGN(server_, http::Server::Start(options, std::move(router)));
+    ASSERT_OK_AND_ASSIGN(client_, http::Client::Make(server_->url()));
+  }
+
+  void TearDown() override {
+    if (model_) model_->set_open(true);
+    server_.reset();
+  }
+
+  // POSTs `request` to the fake model's infer route, binary or JSON.
+  Result<http::Response> Infer(const InferRequest& request, bool binary,
+                               const std::string& target = "/v2/models/fake/infer") {
+    // A client of its own: tests call this from several threads at once.
+    const Body body = EncodeInferRequest(request, binary);
+    http::ClientOptions options;
+    if (body.json_length) {
+      options.headers["Inference-Header-Content-Length"] = std::to_string(*body.json_length);
+    }
+    REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(server_->url(), options));
+    return client.Post(target, body.bytes);
+  }
+
+  static InferRequest Ones(int64_t batch, float value = 1.f) {
+    InferRequest request;
+    request.id = "r1";
+    request.inputs.push_back(MakeTensor("input", DataType::kFp32, {batch, 3, 1, 2, 2},
+                                        std::vector<float>(batch * 12, value)));
+    return request;
+  }
+
+  std::unique_ptr<Service> service_;
+  std::shared_ptr<FakeModel> model_;
+  std::unique_ptr<http::Server> server_;
+  std::optional<http::Client> client_;
+};
+
+std::vector<float> Floats(const Tensor& t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+TEST_F(ServiceTest, HealthAndMetadata) {
+  ASSERT_OK_AND_ASSIGN(http::Response live, client_->Get("/v2/health/live"));
+  EXPECT_EQ(live.status, 200);
+  ASSERT_OK_AND_ASSIGN(http::Response ready, client_->Get("/v2/health/ready"));
+  EXPECT_EQ(ready.status, 200);
+  ASSERT_OK_AND_ASSIGN(nlohmann::json server, client_->JsonCall("GET", "/v2", nullptr));
+  EXPECT_EQ(server["name"], "reel");
+  ASSERT_OK_AND_ASSIGN(nlohmann::json model, client_->JsonCall("GET", "/v2/models/fake", nullptr));
+  EXPECT_EQ(model["name"], "fake");
+  EXPECT_EQ(model["versions"], nlohmann::json::array({"1"}));
+  EXPECT_EQ(model["inputs"][0]["shape"], nlohmann::json::array({-1, 3, 1, 2, 2}));
+  EXPECT_EQ(model["outputs"][0]["shape"], nlohmann::json::array({-1, 3}));
+  ASSERT_OK_AND_ASSIGN(http::Response version_ready,
+                       client_->Get("/v2/models/fake/versions/1/ready"));
+  EXPECT_EQ(version_ready.status, 200);
+}
+
+TEST_F(ServiceTest, InfersWithJsonAndBinaryTensors) {
+  for (bool binary : {false, true}) {
+    InferRequest request = Ones(2);
+    request.binary_output = binary;
+    ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(request, binary));
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    auto json_length =
+        JsonLengthHeader(answer.Header("Inference-Header-Content-Length"), answer.body.size());
+    ASSERT_OK(json_length);
+    EXPECT_EQ(json_length->has_value(), binary);
+    ASSERT_OK_AND_ASSIGN(InferResponse response, ParseInferResponse(answer.body, *json_length));
+    EXPECT_EQ(response.model_name, "fake");
+    EXPECT_EQ(response.model_version, "1");
+    EXPECT_EQ(response.id, "r1");
+    ASSERT_EQ(response.outputs.size(), 2u);
+    EXPECT_EQ(response.outputs[0].name, "logits");
+    EXPECT_EQ(response.outputs[0].shape, (std::vector<int64_t>{2, 3}));
+    EXPECT_THAT(Floats(response.outputs[0]), ElementsAre(12, -12, 0, 12, -12, 0));
+    const std::vector<float> p = Floats(response.outputs[1]);
+    EXPECT_NEAR(p[0], 1.0, 1e-5);
+    EXPECT_NEAR(p[0] + p[1] + p[2], 1.0, 1e-6);
+  }
+}
+
+TEST_F(ServiceTest, ClassificationExtensionNamesTheClasses) {
+  InferRequest request = Ones(1, -1.f);
+  request.inputs[0].shape = {3, 1, 2, 2};  // no batch dimension: one sample
+  request.outputs.push_back({"probabilities", false, 2});
+  ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(request, false));
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  ASSERT_OK_AND_ASSIGN(InferResponse response, ParseInferResponse(answer.body, std::nullopt));
+  ASSERT_EQ(response.outputs.size(), 1u);
+  EXPECT_EQ(response.outputs[0].shape, (std::vector<int64_t>{1, 2}));
+  ASSERT_OK_AND_ASSIGN(auto labels, response.outputs[0].Strings());
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_THAT(std::string(labels[0]), HasSubstr(":1:down"));
+  EXPECT_THAT(std::string(labels[1]), HasSubstr(":2:flat"));
+}
+
+TEST_F(ServiceTest, Uint8PixelsAreNormalisedAsInEvaluation) {
+  InferRequest request;
+  request.inputs.push_back(
+      MakeTensor("input", DataType::kUint8, {1, 3, 1, 2, 2}, std::vector<uint8_t>(12, 255)));
+  request.outputs.push_back({"logits", false, std::nullopt});
+  ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(request, true));
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  ASSERT_OK_AND_ASSIGN(InferResponse response, ParseInferResponse(answer.body, std::nullopt));
+  // (1 - mean_c) / std_c summed over 4 pixels of each channel.
+  const double want =
+      4 * ((1 - 0.43216) / 0.22803 + (1 - 0.394666) / 0.22145 + (1 - 0.37645) / 0.216989);
+  EXPECT_NEAR(Floats(response.outputs[0])[0], want, 1e-3);
+}
+
+TEST_F(ServiceTest, BadRequestsAreAnsweredWithTheirProblem) {
+  struct Case {
+    std::string target, body;
+    int status;
+    std::string message;
+  };
+  const std::string good_input =
+      R"({"name":"input","datatype":"FP32","shape":[1,3,1,2,2],"data":[1,1,1,1,1,1,1,1,1,1,1,1]})";
+  std::string zeros24 = "0";
+  for (int i = 1; i < 24; ++i) zeros24 += ",0";
+  const std::vector<Case> cases = {
+      {"/v2/models/nope/infer", R"({"inputs":[]})", 404, "no model named 'nope'"},
+      {"/v2/models/fake/versions/9/infer", "{}", 404, "has no version '9'"},
+      {"/v2/models/fake/infer", "{", 400, "malformed"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,3,2,2,2],"data":[)" + zeros24 +
+           "]}]}",
+       400, "has shape [1,3,2,2,2]"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,3,1,2],"data":[1,1,1,1,1,1]}]})",
+       400, "takes [B,3,1,2,2]"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[{"name":"input","datatype":"INT32","shape":[1,3,1,2,2],"data":[1,1,1,1,1,1,1,1,1,1,1,1]}]})",
+       400, "FP32 or UINT8"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[{"name":"clip","datatype":"FP32","shape":[1],"data":[1]}]})", 400,
+       "one input named 'input'"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[)" + good_input + R"(],"outputs":[{"name":"embedding"}]})", 400,
+       "no output 'embedding'"},
+      {"/v2/models/fake/infer",
+       R"({"inputs":[{"name":"input","datatype":"FP32","shape":[9,3,1,2,2],"data":[]}]})", 400,
+       "elements"},
+  };
+  for (const Case& c : cases) {
+    ASSERT_OK_AND_ASSIGN(http::Response answer, client_->Post(c.target, c.body));
+    EXPECT_EQ(answer.status, c.status) << c.target << " " << c.body << " -> " << answer.body;
+    EXPECT_THAT(answer.body, HasSubstr(c.message)) << c.body;
+  }
+  ASSERT_OK_AND_ASSIGN(http::Response metrics, client_->Get("/metrics"));
+  EXPECT_THAT(metrics.body,
+              HasSubstr("nv_inference_request_failure{model=\"fake\",version=\"1\"} 7"));
+}
+
+TEST_F(ServiceTest, AFullQueueIs503WithRetryAfter) {
+  BatcherOptions batching;
+  batching.max_batch = 1;
+  batching.max_queue = 1;
+  Start(batching);
+  model_->set_open(false);
+  auto first = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
+  ASSERT_TRUE(model_->WaitForCalls(1));
+  auto second = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return service_->MetricsText().find(
+                   "nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(20)));
+  ASSERT_OK_AND_ASSIGN(http::Response third, Infer(Ones(1), false));
+  EXPECT_EQ(third.status, 503);
+  EXPECT_EQ(third.Header("Retry-After"), "1");
+  model_->set_open(true);
+  ASSERT_OK_AND_ASSIGN(http::Response a, first.get());
+  ASSERT_OK_AND_ASSIGN(http::Response b, second.get());
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(b.status, 200);
+}
+
+TEST_F(ServiceTest, MetricsCountRequestsAndBatches) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(Ones(2), false));
+    ASSERT_EQ(answer.status, 200);
+  }
+  ASSERT_OK_AND_ASSIGN(http::Response metrics, client_->Get("/metrics"));
+  EXPECT_EQ(metrics.status, 200);
+  const std::string labels = "{model=\"fake\",version=\"1\"}";
+  EXPECT_THAT(metrics.body, HasSubstr("nv_inference_request_success" + labels + " 3\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("nv_inference_count" + labels + " 6\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("nv_inference_exec_count" + labels + " 3\n"));
+  EXPECT_THAT(
+      metrics.body,
+      HasSubstr("reel_inference_batch_size_bucket{model=\"fake\",version=\"1\",le=\"2\"} 3\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("# TYPE nv_inference_compute_infer_duration_us counter"));
+}
+
+TEST_F(ServiceTest, ShutdownTurnsReadinessOff) {
+  service_->Shutdown();
+  ASSERT_OK_AND_ASSIGN(http::Response ready, client_->Get("/v2/health/ready"));
+  EXPECT_EQ(ready.status, 503);
+  ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(Ones(1), false));
+  EXPECT_EQ(answer.status, 503);
+}
+
+}  // namespace
+}  // namespace reel::serve
