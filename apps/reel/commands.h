@@ -18,6 +18,11 @@ void RegisterDatagen(CLI::App& app, int* exit_code);
 void RegisterTrain(CLI::App& app, int* exit_code);     // reel train and reel eval
 void RegisterModels(CLI::App& app, int* exit_code);    // reel models ...
 void RegisterRegistry(CLI::App& app, int* exit_code);  // reel registry serve|user|grant
+void RegisterServe(CLI::App& app, int* exit_code);     // reel serve (inference)
+
+// For `reel serve`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts this process
+// again (OpenMP reads it only when loaded). Call first in main; returns for every other command.
+void EnsurePassiveOpenMp(int argc, char** argv);
 
 // The exit code for a failed command: 2 not found, 3 invalid input, 4 permission denied,
 // 5 unavailable, 6 failed precondition, 1 anything else.

@@ -1,5 +1,5 @@
 // reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models,
-// registry).
+// registry, serve).
 // Subcommands live one per file; `reel --help` lists exactly these.
 #include <CLI/CLI.hpp>
 
@@ -12,6 +12,7 @@
 #include "base/sync_point.h"
 
 int main(int argc, char** argv) {
+  reel::cli::EnsurePassiveOpenMp(argc, argv);
   CLI::App app{"reel: video datasets on any store, distributed training and evaluation"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("reel ") + REEL_VERSION);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterTrain(app, &exit_code);
   reel::cli::RegisterModels(app, &exit_code);
   reel::cli::RegisterRegistry(app, &exit_code);
+  reel::cli::RegisterServe(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

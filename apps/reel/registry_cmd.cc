@@ -8,14 +8,13 @@
 //
 // `serve` prints "listening on http://ADDRESS" as its first line (with --port 0, the port it
 // picked), serves until SIGINT or SIGTERM, then lets requests in flight finish.
-#include <signal.h>
-
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "apps/reel/commands.h"
 #include "apps/reel/models_print.h"
+#include "apps/reel/stop_signals.h"
 #include "http/server.h"
 #include "registry/access.h"
 #include "registry/service.h"
@@ -34,17 +33,6 @@ struct Flags {
 };
 
 constexpr std::string_view kRegistry = "reel registry";  // the prefix of its error lines
-
-// Blocks SIGINT and SIGTERM in this thread and every thread started after, so that only
-// WaitForStop receives them.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 int RunServe(const Flags& f) {
   const sigset_t stop = BlockStopSignals();
@@ -75,9 +63,7 @@ int RunServe(const Flags& f) {
   std::printf("registry %s, %s\n", options.registry_uri.c_str(),
               f.no_auth ? "no auth: every caller is an admin" : "bearer tokens required");
   std::fflush(stdout);
-  int signal = 0;
-  sigwait(&stop, &signal);
-  std::fprintf(stderr, "reel registry: %s, stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fprintf(stderr, "reel registry: %s, stopping\n", WaitForStopSignal(stop));
   (*server)->Shutdown();
   return 0;
 }

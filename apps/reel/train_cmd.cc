@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "apps/reel/commands.h"
+#include "base/files.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
 #include "train/trainer.h"
@@ -56,9 +57,7 @@ struct EvalFlags {
 Result<train::TrainConfig> LoadConfig(const std::string& path,
                                       const std::vector<std::string>& overrides) {
   if (overrides.empty()) return train::LoadTrainConfig(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("training config '" + path + "' cannot be read");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, "training config"));
   REEL_ASSIGN_OR_RETURN(std::string merged, train::ApplyConfigOverrides(text, overrides));
   return train::ParseTrainConfigText(merged, path + " (with --set)");
 }

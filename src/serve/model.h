@@ -61,4 +61,7 @@ struct LoadOptions {
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options);
 
+// LibTorch's intra-op threads for every forward pass in this process (at::set_num_threads).
+void SetComputeThreads(int threads);
+
 }  // namespace reel::serve

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/config.h"
+#include "base/files.h"
 #include "models/model_spec.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
@@ -44,10 +45,12 @@ Result<Parts> PartsFromRegistry(const std::string& uri, const LoadOptions& optio
   return parts;
 }
 
+// A folder's name, or a file's name without its extension ("runs/r2/" -> "r2").
 std::string StemOf(const std::string& path) {
-  fs::path p(path);
-  while (!p.empty() && !p.has_stem()) p = p.parent_path();  // "run/" -> "run"
-  return p.has_stem() ? p.stem().string() : "model";
+  fs::path p = fs::path(path).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  if (p.empty()) return "model";
+  return fs::is_directory(p) ? p.filename().string() : p.stem().string();
 }
 
 Result<Parts> PartsFromPath(const std::string& path, const LoadOptions& options) {
@@ -218,9 +221,7 @@ Result<std::unique_ptr<Model>> LoadTorchScript(const std::string& path,
   if (!fs::exists(path)) return NotFoundError("no such TorchScript file: '" + path + "'");
   std::string config;
   if (!options.config.empty()) {
-    std::ifstream in(options.config, std::ios::binary);
-    if (!in) return NotFoundError("model config '" + options.config + "' cannot be read");
-    config.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    REEL_ASSIGN_OR_RETURN(config, ReadFileToString(options.config, "model config"));
   }
   torch::jit::Module module;
   try {
@@ -265,5 +266,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOp
     return InternalError(source + ": LibTorch: " + e.what_without_backtrace());
   }
 }
+
+void SetComputeThreads(int threads) { torch::set_num_threads(threads); }
 
 }  // namespace reel::serve

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/files.h"
 #include "base/build_info.h"
 #include "base/config.h"
 #include "base/hash.h"
@@ -17,15 +18,6 @@ namespace reel::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return UnavailableError(path + ": read failed");
-  return bytes.str();
-}
 
 // SHA-256 of the dataset's manifest.json; "" when it cannot be read (the version still records
 // the URI: a dataset that moved is not a reason to refuse a registration).
@@ -58,10 +50,10 @@ Result<registry::NewVersion> FromSafetensors(const std::string& path, const Impo
                                 " is a safetensors file: give --config with its model "
                                 "section (the architecture)");
   }
-  REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
   registry::NewVersion v;
   REEL_ASSIGN_OR_RETURN(v.weights, models::ReadSafetensors(bytes, path));
-  REEL_ASSIGN_OR_RETURN(v.config, ReadFile(o.config));
+  REEL_ASSIGN_OR_RETURN(v.config, ReadFileToString(o.config));
   REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, ModelSection(v.config, o.config));
   v.architecture = ArchitectureJson(spec);
   v.recipe = {{"op", "register"}, {"source", path}};
@@ -72,7 +64,7 @@ Result<registry::NewVersion> FromSafetensors(const std::string& path, const Impo
 Result<nlohmann::json> ReadEval(const std::string& run_dir) {
   const std::string path = run_dir + "/eval.json";
   if (!fs::exists(path)) return nlohmann::json();
-  REEL_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  REEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   return ParseJson(text, path);
 }
 
@@ -83,7 +75,7 @@ Result<models::SafetensorsFile> ReadInitialWeights(const std::string& init,
                                                    std::optional<registry::VersionId>* parent) {
   *parent = std::nullopt;
   if (!registry::IsModelUri(init)) {
-    REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(init));
+    REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(init));
     return models::ReadSafetensors(bytes, init);
   }
   REEL_ASSIGN_OR_RETURN(

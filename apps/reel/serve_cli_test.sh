@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# `reel serve` end to end on loopback: a checkpoint of the previous release, the same weights
+# through the registry (models:/), a TorchScript file saved by Python PyTorch (its answers must
+# equal PyTorch's), bearer tokens, bad requests, bad command lines, and SIGTERM.
+# Usage: serve_cli_test.sh PATH_TO_REEL SOURCE_DIR
+set -u
+REEL=$1
+SRC=$2
+source "$(dirname "$0")/check_lib.sh"
+CKPT="$SRC/testdata/checkpoints/release-0.1.0"
+export REEL_REGISTRY_URI="$WORK/registry"
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+
+# start_server LABEL SERVE_ARGS...: starts `reel serve ... --port 0`, sets PID and URL (the
+# address its first line names; empty when it never came up within 60 s).
+start_server() {
+  local label=$1; shift
+  "$REEL" serve "$@" --port 0 > "$WORK/$label.out" 2> "$WORK/$label.err" &
+  PID=$!
+  PIDS+=("$PID")
+  URL=""
+  for _ in $(seq 600); do
+    URL=$(sed -n 's/^listening on //p' "$WORK/$label.out")
+    [ -n "$URL" ] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$WORK/$label.err"
+}
+
+# infer URL MODEL SHAPE [CURL_ARGS...]: POSTs one UINT8 clip of SHAPE (ramp pixels) as JSON,
+# prints the HTTP status then the body.
+infer() {
+  local url=$1 model=$2 shape=$3; shift 3
+  python3 - "$shape" > "$WORK/body.json" <<'PY'
+import json, math, sys
+shape = [int(x) for x in sys.argv[1].split(",")]
+n = math.prod(shape)
+print(json.dumps({"id": "t1", "inputs": [{"name": "input", "datatype": "UINT8", "shape": shape,
+                                         "data": [i % 256 for i in range(n)]}]}))
+PY
+  curl -s -o "$WORK/answer.json" -w "%{http_code}\n" "$@" -H 'Content-Type: application/json' \
+    --data-binary @"$WORK/body.json" "$url/v2/models/$model/infer"
+  cat "$WORK/answer.json"
+}
+
+export -f infer
+export WORK
+
+stop_server() {  # SIGTERM, and the exit code must be 0
+  kill -TERM "$PID" && wait "$PID"
+}
+
+# --- a checkpoint folder -------------------------------------------------------------------
+start_server ckpt tiny="$CKPT"
+check "serve a checkpoint: listening on its first line" test -n "$URL"
+check "health: live" bash -c "curl -sf '$URL/v2/health/live'"
+check "health: ready" bash -c "curl -sf '$URL/v2/health/ready'"
+check "model metadata names its input shape" bash -c \
+  "curl -sf '$URL/v2/models/tiny' | grep -q '\"shape\":\[-1,3,4,24,24\]'"
+check "the start-up line says how the cores are used" grep -q "OMP_WAIT_POLICY=PASSIVE" "$WORK/ckpt.out"
+infer "$URL" tiny 1,3,4,24,24 > "$WORK/ckpt.answer"
+check "infer: 200 with 8 logits and probabilities" python3 - "$WORK/ckpt.answer" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n", 1)
+assert lines[0] == "200", lines
+answer = json.loads(lines[1])
+out = {o["name"]: o for o in answer["outputs"]}
+assert answer["id"] == "t1" and answer["model_name"] == "tiny"
+assert out["logits"]["shape"] == [1, 8] and len(out["logits"]["data"]) == 8
+assert abs(sum(out["probabilities"]["data"]) - 1) < 1e-5
+PY
+check "unknown model: 404" bash -c "infer '$URL' nope 1,3,4,24,24 | head -1 | grep -qx 404"
+check "wrong shape: 400 naming the shape" bash -c \
+  "infer '$URL' tiny 1,3,4,24,23 | tr -d '\n' | grep -q '^400.*takes \[B,3,4,24,24\]'"
+check "malformed JSON: 400" bash -c "curl -s -o /dev/null -w '%{http_code}' -d '{' '$URL/v2/models/tiny/infer' | grep -qx 400"
+check "metrics count the request" bash -c \
+  "curl -sf '$URL/metrics' | grep -qx 'nv_inference_request_success{model=\"tiny\",version=\"1\"} 1'"
+check "SIGTERM: exits 0" stop_server
+CKPT_ANSWER=$(tail -n +2 "$WORK/ckpt.answer")
+
+# --- the same weights through the registry -------------------------------------------------
+check "register the checkpoint" bash -c "'$REEL' models register tiny '$CKPT' > /dev/null"
+check "alias it" "$REEL" models alias set tiny production 1
+start_server reg models:/tiny@production
+check "serve models:/tiny@production" test -n "$URL"
+check "the registry's version answers as the checkpoint did" python3 - "$CKPT_ANSWER" \
+  "$(infer "$URL" tiny 1,3,4,24,24 | tail -n +2)" <<'PY'
+import json, sys
+a, b = (json.loads(x)["outputs"][0]["data"] for x in sys.argv[1:3])
+assert a == b, (a, b)
+PY
+check "the version route" bash -c "curl -sf '$URL/v2/models/tiny/versions/1/ready'"
+check "an unknown version: 404" bash -c \
+  "curl -s -o /dev/null -w '%{http_code}' '$URL/v2/models/tiny/versions/7/ready' | grep -qx 404"
+stop_server
+
+# --- TorchScript from Python PyTorch ---------------------------------------------------------
+# torch.jit.script reads the module's source: the script must be a file.
+cat > "$WORK/make_head.py" <<'PY'
+import json, sys, torch
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3 * 2, 5)
+    def forward(self, x):
+        return self.fc(x.mean(dim=(3, 4)).flatten(1))
+torch.manual_seed(0)
+model = torch.jit.script(Head().eval())
+model.save(sys.argv[1] + "/head.pt")
+pixels = torch.arange(3 * 2 * 8 * 8) % 256
+x = pixels.reshape(1, 3, 2, 8, 8).float() / 255
+mean = torch.tensor([0.43216, 0.394666, 0.37645]).reshape(1, 3, 1, 1, 1)
+std = torch.tensor([0.22803, 0.22145, 0.216989]).reshape(1, 3, 1, 1, 1)
+print(json.dumps(model((x - mean) / std).tolist()[0]))
+PY
+/usr/bin/python3 "$WORK/make_head.py" "$WORK" > "$WORK/torch.json"  # Debian's, with python3-torch
+printf 'data: {clip_frames: 2, size: 8}\n' > "$WORK/head.yaml"
+printf 'secret-one\n# a comment\n  secret-two  \n' > "$WORK/tokens"
+start_server script "$WORK/head.pt" --config "$WORK/head.yaml" --token-file "$WORK/tokens"
+check "serve a TorchScript file under its stem" test -n "$URL"
+check "no token: 401" bash -c "infer '$URL' head 1,3,2,8,8 | head -1 | grep -qx 401"
+check "health needs no token" bash -c "curl -sf '$URL/v2/health/ready'"
+check "TorchScript answers equal PyTorch's" python3 - "$(cat "$WORK/torch.json")" \
+  "$(infer "$URL" head 1,3,2,8,8 -H 'Authorization: Bearer secret-two' | tail -n +2)" <<'PY'
+import json, sys
+want = json.loads(sys.argv[1])
+got = json.loads(sys.argv[2])["outputs"][0]["data"]
+assert len(got) == 5 and all(abs(a - b) < 1e-4 for a, b in zip(want, got)), (want, got)
+PY
+stop_server
+
+# --- bad command lines: one line, the README's exit codes, nothing served -------------------
+check "a missing file: exit 2" bash -c "'$REEL' serve '$WORK/nope.pt' --port 0 > /dev/null 2> '$WORK/e'; [ \$? -eq 2 ] && [ \$(wc -l < '$WORK/e') -eq 1 ]"
+echo "not torchscript" > "$WORK/junk.pt"
+check "a file that is not TorchScript: exit 3" bash -c "'$REEL' serve '$WORK/junk.pt' --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
+check "a bad NAME=: exit 3" bash -c "'$REEL' serve 'bad name=$CKPT' --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
+check "an unknown version: exit 2" bash -c "'$REEL' serve models:/tiny/9 --port 0 > /dev/null 2>&1; [ \$? -eq 2 ]"
+check "a preferred batch above max: exit 3" bash -c "'$REEL' serve '$CKPT' --max-batch 2 --preferred-batch 4 --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
+
+finish

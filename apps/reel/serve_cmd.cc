@@ -1,0 +1,213 @@
+// reel serve — the inference server: KServe v2 over HTTP in front of one or more models.
+//
+//   reel serve [NAME=]URI ... [--host H] [--port N] [--max-batch N] [--max-delay-us N]
+//              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
+//              [--http-threads N] [--registry URI] [--config F] [--token-file F]
+//
+// URI: models:/name@alias or models:/name/4 (the registry), a run folder, a checkpoint, a
+// .safetensors file (with --config) or a TorchScript file (serve/model.h). NAME defaults to the
+// registered model's name or the file's stem. Prints "listening on http://ADDRESS" as its first
+// line (with --port 0, the port it picked), then one line per model; serves until SIGINT or
+// SIGTERM, then stops accepting, answers the requests in flight and exits 0.
+//
+// Cores are never oversubscribed by default: instances × LibTorch threads = the cores, and
+// OpenMP's threads sleep instead of spinning between batches (OMP_WAIT_POLICY=PASSIVE, unless
+// set), because a spinning thread steals the core the HTTP threads parse on.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/reel/commands.h"
+#include "apps/reel/stop_signals.h"
+#include "base/files.h"
+#include "base/strings.h"
+#include "http/auth.h"
+#include "http/server.h"
+#include "registry/model_uri.h"
+#include "serve/model.h"
+#include "serve/service.h"
+
+namespace reel::cli {
+namespace {
+
+constexpr std::string_view kServe = "reel serve";
+
+struct ServeFlags {
+  std::vector<std::string> models;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int max_batch = 8, max_delay_us = 0, instances = 1, threads = 0, max_queue = 256;
+  int http_threads = 64;
+  std::vector<int> preferred;
+  std::string registry, config, token_file;
+  double max_request_mb = 64;
+};
+
+struct ModelArg {
+  std::string name, source;
+};
+
+// "name=URI" or "URI". A '=' after a ':' or '/' belongs to the URI or path.
+Result<ModelArg> ParseModelArg(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  const size_t special = arg.find_first_of(":/");
+  if (eq == std::string::npos || (special != std::string::npos && special < eq)) {
+    return ModelArg{"", arg};
+  }
+  ModelArg m{arg.substr(0, eq), arg.substr(eq + 1)};
+  REEL_RETURN_IF_ERROR(registry::CheckName(m.name, "model name"));
+  if (m.source.empty()) return InvalidArgumentError("'" + arg + "': nothing after '='");
+  return m;
+}
+
+// Tokens, one per line ('#' comments and blank lines skipped), as the auth hook's hashes.
+Result<std::vector<std::string>> TokenHashes(const std::string& path) {
+  REEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, "token file"));
+  std::vector<std::string> hashes;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const size_t last = line.find_last_not_of(" \t\r");
+    hashes.push_back(http::HashToken(std::string_view(line).substr(first, last - first + 1)));
+  }
+  if (hashes.empty()) return InvalidArgumentError("token file '" + path + "' holds no token");
+  return hashes;
+}
+
+// Bearer tokens on everything but the health probes (Kubernetes' kubelet has no token).
+std::function<Status(const http::Request&)> AuthHook(std::vector<std::string> hashes) {
+  auto bearer = http::BearerAuth(std::move(hashes));
+  return [bearer](const http::Request& request) {
+    if (request.path.rfind("/v2/health/", 0) == 0) return Status::Ok();
+    return bearer(request);
+  };
+}
+
+serve::BatcherOptions Batching(const ServeFlags& f) {
+  serve::BatcherOptions b;
+  b.max_batch = f.max_batch;
+  b.max_delay = std::chrono::microseconds(f.max_delay_us);
+  b.preferred_batch_sizes = f.preferred;
+  b.instances = f.instances;
+  b.max_queue = f.max_queue;
+  return b;
+}
+
+int ComputeThreads(const ServeFlags& f) {
+  if (f.threads > 0) return f.threads;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, cores / f.instances);
+}
+
+Status LoadModels(const ServeFlags& f, serve::Service* service) {
+  serve::LoadOptions load;
+  load.registry = f.registry;
+  load.config = f.config;
+  for (const std::string& arg : f.models) {
+    REEL_ASSIGN_OR_RETURN(ModelArg m, ParseModelArg(arg));
+    REEL_ASSIGN_OR_RETURN(std::unique_ptr<serve::Model> model, serve::LoadModel(m.source, load));
+    const serve::ModelInfo info = model->info();
+    const std::string name = m.name.empty() ? info.name : m.name;
+    REEL_RETURN_IF_ERROR(service->AddModel(name, std::move(model), Batching(f)));
+    std::fprintf(stderr, "model %s version %s: %s (%s, %lld classes) from %s\n", name.c_str(),
+                 info.version.c_str(), info.architecture.c_str(), info.platform.c_str(),
+                 static_cast<long long>(info.num_classes()), info.source.c_str());
+  }
+  return Status::Ok();
+}
+
+int RunModelServer(const ServeFlags& f) {
+  const sigset_t stop = BlockStopSignals();
+  if (Status s = Batching(f).Validate(); !s.ok()) return Fail(kServe, s);
+  serve::SetComputeThreads(ComputeThreads(f));
+  serve::ServiceOptions options;
+  options.max_request_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
+  serve::Service service(options);
+  if (Status s = LoadModels(f, &service); !s.ok()) return Fail(kServe, s);
+  http::Router router;
+  if (Status s = service.AddRoutes(&router); !s.ok()) return Fail(kServe, s);
+  http::ServerOptions server_options;
+  server_options.host = f.host;
+  server_options.port = f.port;
+  server_options.threads = f.http_threads;
+  server_options.max_body_bytes = options.max_request_bytes;
+  if (!f.token_file.empty()) {
+    Result<std::vector<std::string>> hashes = TokenHashes(f.token_file);
+    if (!hashes.ok()) return Fail(kServe, hashes.status());
+    server_options.auth = AuthHook(std::move(*hashes));
+  }
+  Result<std::unique_ptr<http::Server>> server =
+      http::Server::Start(server_options, std::move(router));
+  if (!server.ok()) return Fail(kServe, server.status());
+  std::printf("listening on %s\n", (*server)->url().c_str());
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  std::printf(
+      "compute: %d instance(s) x %d LibTorch thread(s), OMP_WAIT_POLICY=%s; %d HTTP threads\n",
+      f.instances, ComputeThreads(f), wait_policy ? wait_policy : "(unset)", f.http_threads);
+  std::fflush(stdout);
+  std::fprintf(stderr, "reel serve: %s, stopping\n", WaitForStopSignal(stop));
+  (*server)->Shutdown();
+  service.Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+void EnsurePassiveOpenMp(int argc, char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  int i = 1;  // the subcommand: the first word that is neither an option nor --log-level's value
+  while (i < argc && argv[i][0] == '-') i += std::string_view(argv[i]) == "--log-level" ? 2 : 1;
+  if (i >= argc || std::string_view(argv[i]) != "serve") return;
+  // libgomp reads its environment once, when it is loaded: set it, then start again.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: serve with spinning threads then
+}
+
+void RegisterServe(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* serve = app.add_subcommand("serve", "serve models over KServe v2 HTTP");
+  serve
+      ->add_option("models", f->models,
+                   "[NAME=]URI: models:/name@alias, a run, a checkpoint, "
+                   "a .safetensors file, a TorchScript file")
+      ->required();
+  serve->add_option("--host", f->host, "address to listen on (default 127.0.0.1)");
+  serve->add_option("--port", f->port, "port (default 8000; 0 picks a free one)")
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--max-batch", f->max_batch, "samples per forward pass (default 8)")
+      ->check(CLI::Range(1, 4096));
+  serve
+      ->add_option("--max-delay-us", f->max_delay_us,
+                   "how long a request may wait for a fuller batch (default 0)")
+      ->check(CLI::Range(0, 60'000'000));
+  serve->add_option("--preferred-batch", f->preferred, "batch sizes to aim for (repeatable)");
+  serve->add_option("--instances", f->instances, "forward passes at once per model (default 1)")
+      ->check(CLI::Range(1, 256));
+  serve
+      ->add_option("--threads", f->threads,
+                   "LibTorch threads per forward (default: cores / instances)")
+      ->check(CLI::Range(0, 1024));
+  serve->add_option("--max-queue", f->max_queue, "waiting requests per model before 503 (256)")
+      ->check(CLI::Range(1, 1'000'000));
+  serve->add_option("--http-threads", f->http_threads, "requests handled at once (default 64)")
+      ->check(CLI::Range(1, 4096));
+  serve->add_option("--max-request-mb", f->max_request_mb, "largest request body (default 64)")
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--registry", f->registry,
+                    "registry for models:/ URIs (default $REEL_REGISTRY_URI, else "
+                    "./reel-data/registry)");
+  serve->add_option("--config", f->config,
+                    "YAML with model and data sections, for a .safetensors or TorchScript file");
+  serve->add_option("--token-file", f->token_file,
+                    "bearer tokens, one per line; every path but /v2/health needs one");
+  serve->callback([f, exit_code] { *exit_code = RunModelServer(*f); });
+}
+
+}  // namespace reel::cli
