@@ -45,7 +45,24 @@ PY
   cat "$WORK/answer.json"
 }
 
-export -f infer
+# infer_videos URL MODEL FILE...: POSTs the files as one BYTES input (the binary extension) and
+# asks for the top 3 labels; prints the HTTP status then the JSON part of the answer.
+infer_videos() {
+  local url=$1 model=$2; shift 2
+  python3 - "$WORK/videos.bin" "$@" > "$WORK/videos.json_length" <<'PY'
+import json, struct, sys
+blob = b"".join(struct.pack("<I", len(d)) + d for d in (open(f, "rb").read() for f in sys.argv[2:]))
+head = json.dumps({"inputs": [{"name": "input", "datatype": "BYTES", "shape": [len(sys.argv) - 2],
+                               "parameters": {"binary_data_size": len(blob)}}],
+                   "outputs": [{"name": "probabilities", "parameters": {"classification": 3}}]}).encode()
+open(sys.argv[1], "wb").write(head + blob)
+print(len(head))
+PY
+  curl -s -o "$WORK/answer.bin" -w "%{http_code}\n" -H "Inference-Header-Content-Length: $(cat "$WORK/videos.json_length")" \
+    -H 'Content-Type: application/octet-stream' --data-binary @"$WORK/videos.bin" "$url/v2/models/$model/infer"
+  cat "$WORK/answer.bin"
+}
+export -f infer infer_videos
 export WORK
 
 stop_server() {  # SIGTERM, and the exit code must be 0
@@ -77,6 +94,19 @@ check "wrong shape: 400 naming the shape" bash -c \
 check "malformed JSON: 400" bash -c "curl -s -o /dev/null -w '%{http_code}' -d '{' '$URL/v2/models/tiny/infer' | grep -qx 400"
 check "metrics count the request" bash -c \
   "curl -sf '$URL/metrics' | grep -qx 'nv_inference_request_success{model=\"tiny\",version=\"1\"} 1'"
+VIDEOS="$SRC/testdata/videos"
+infer_videos "$URL" tiny "$VIDEOS/mmaction2_test.mp4" "$VIDEOS/torchcodec_testsrc2_vp9.webm" > "$WORK/videos.answer"
+check "encoded videos (BYTES): decoded server-side, top 3 labels each" python3 - "$WORK/videos.answer" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n", 1)
+assert lines[0] == "200", lines
+answer = json.loads(lines[1])
+out = answer["outputs"][0]
+assert out["datatype"] == "BYTES" and out["shape"] == [2, 3], out
+assert all(len(label.split(":")) == 3 for label in out["data"]), out
+PY
+check "a file that is not a video: 400 saying so" bash -c \
+  "infer_videos '$URL' tiny '$SRC/testdata/README.md' | tr -d '\n' | grep -q '^400.*not a video the server can decode'"
 check "SIGTERM: exits 0" stop_server
 CKPT_ANSWER=$(tail -n +2 "$WORK/ckpt.answer")
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "serve/video.h"
 
 namespace reel::serve {
 
@@ -34,6 +35,7 @@ struct ModelInfo {
   std::string architecture;  // "r2plus1d", or "torchscript"
   std::vector<int64_t> sample_shape;     // [C, T, H, W]
   std::vector<std::string> class_names;  // num_classes of them ("0", "1", ... when unknown)
+  VideoSettings video;                   // how an encoded video becomes samples (BYTES inputs)
 
   int64_t sample_size() const {  // C × T × H × W
     int64_t n = 1;

@@ -8,6 +8,7 @@
 
 #include "base/config.h"
 #include "base/files.h"
+#include "dataset/manifest.h"
 #include "models/model_spec.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
@@ -15,6 +16,7 @@
 #include "registry/registry.h"
 #include "registry/views.h"
 #include "serve/model.h"
+#include "storage/open.h"
 #include "train/registration.h"
 
 namespace reel::serve {
@@ -85,20 +87,45 @@ Result<models::ModelSpec> SpecOf(const nlohmann::json& architecture, const std::
   return spec;
 }
 
-// [3, clip_frames, size, size] from the config's data section (the defaults without one).
-Result<std::vector<int64_t>> SampleShapeOf(const std::string& config, const std::string& source) {
-  int64_t frames = 8, size = 112;
+// The ingest settings of the training dataset when its manifest can be read; otherwise clips of
+// exactly the frames evaluation takes, at the crop size.
+ingest::ClipSettings IngestSettingsOf(const std::string& dataset, const loader::ClipOptions& clip,
+                                      int size) {
+  ingest::ClipSettings cut;
+  cut.clip_frames = clip.frames * clip.stride;
+  cut.short_side = size;
+  if (dataset.empty()) return cut;
+  auto store = storage::OpenStore(dataset);
+  if (!store.ok()) return cut;
+  auto manifest = dataset::Manifest::Read(**store, "");
+  if (manifest.ok()) ApplyManifestClipSettings(manifest->clip_settings, &cut);
+  return cut;
+}
+
+// Input shape [3, clip_frames, size, size] and the video path, from the config's data section
+// (the defaults without one).
+Status ApplyDataConfig(const std::string& config, const std::string& source, ModelInfo* info) {
+  int64_t frames = 8, stride = 1, size = 112;
+  std::string dataset;
   if (!config.empty()) {
     REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadString(config, source + " (config)"));
     if (root.Has("data")) {
       REEL_ASSIGN_OR_RETURN(ConfigNode data, root.Child("data"));
       REEL_ASSIGN_OR_RETURN(frames, data.GetInt("clip_frames", frames));
+      REEL_ASSIGN_OR_RETURN(stride, data.GetInt("frame_stride", stride));
       REEL_ASSIGN_OR_RETURN(size, data.GetInt("size", size));
+      REEL_ASSIGN_OR_RETURN(dataset, data.GetString("dataset", ""));
     }
   }
-  if (frames < 1 || size < 1)
-    return InvalidArgumentError(source + ": clip_frames and size must be positive");
-  return std::vector<int64_t>{3, frames, size, size};
+  if (frames < 1 || stride < 1 || size < 1 || frames > 4096 || size > 8192) {
+    return InvalidArgumentError(source + ": clip_frames, frame_stride and size must be positive");
+  }
+  info->sample_shape = {3, frames, size, size};
+  info->video.clip.frames = static_cast<int>(frames);
+  info->video.clip.stride = static_cast<int>(stride);
+  info->video.transform.size = static_cast<int>(size);
+  info->video.ingest = IngestSettingsOf(dataset, info->video.clip, static_cast<int>(size));
+  return Status::Ok();
 }
 
 // The evaluation report's class names when it has them, else "0", "1", ...
@@ -205,7 +232,7 @@ Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts) {
   info.source = parts.source;
   info.platform = "reel_libtorch";
   info.architecture = spec.name;
-  REEL_ASSIGN_OR_RETURN(info.sample_shape, SampleShapeOf(parts.config, parts.source));
+  REEL_RETURN_IF_ERROR(ApplyDataConfig(parts.config, parts.source, &info));
   info.class_names = ClassNames(parts.metrics, spec.num_classes);
   auto model = std::make_unique<ModuleModel>(std::move(info), std::move(module));
   REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, model->info().sample_size()));
@@ -238,7 +265,7 @@ Result<std::unique_ptr<Model>> LoadTorchScript(const std::string& path,
   info.source = path;
   info.platform = "pytorch_torchscript";
   info.architecture = "torchscript";
-  REEL_ASSIGN_OR_RETURN(info.sample_shape, SampleShapeOf(config, path));
+  REEL_RETURN_IF_ERROR(ApplyDataConfig(config, path, &info));
   model->set_info(info);
   REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, info.sample_size()));
   info.class_names = ClassNames(nlohmann::json::object(), classes);

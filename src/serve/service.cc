@@ -62,24 +62,32 @@ std::vector<float> NormalizeUint8(const std::string& bytes, const ModelInfo& inf
   return out;
 }
 
-Result<BatchWork> WorkFrom(const InferRequest& request, const ModelInfo& info) {
+Status CheckInput(const InferRequest& request, const ModelInfo& info) {
   if (request.inputs.size() != 1 || request.inputs[0].name != kInput) {
     return InvalidArgumentError(
-        "model '" + info.name + "' takes one input named 'input'; the " + "request has " +
+        "model '" + info.name + "' takes one input named 'input'; the request has " +
         std::to_string(request.inputs.size()) +
         (request.inputs.empty() ? "" : " ('" + request.inputs[0].name + "')"));
   }
-  const Tensor& input = request.inputs[0];
+  const DataType type = request.inputs[0].datatype;
+  if (type != DataType::kFp32 && type != DataType::kUint8 && type != DataType::kBytes) {
+    return InvalidArgumentError(
+        "input 'input' must be FP32 or UINT8 pixels or BYTES (encoded "
+        "videos), not " +
+        std::string(DataTypeName(type)));
+  }
+  return Status::Ok();
+}
+
+// A pixel tensor as one piece of batcher work.
+Result<BatchWork> TensorWork(const Tensor& input, const ModelInfo& info) {
   BatchWork work;
   REEL_ASSIGN_OR_RETURN(work.n, BatchOf(input, info));
-  if (input.datatype == DataType::kFp32) {
-    work.input.resize(input.data.size() / sizeof(float));
-    std::memcpy(work.input.data(), input.data.data(), work.input.size() * sizeof(float));
-  } else if (input.datatype == DataType::kUint8) {
+  if (input.datatype == DataType::kUint8) {
     work.input = NormalizeUint8(input.data, info);
   } else {
-    return InvalidArgumentError("input 'input' must be FP32 or UINT8, not " +
-                                std::string(DataTypeName(input.datatype)));
+    work.input.resize(input.data.size() / sizeof(float));
+    std::memcpy(work.input.data(), input.data.data(), work.input.size() * sizeof(float));
   }
   return work;
 }
@@ -247,14 +255,60 @@ struct Service::Impl {
     REEL_ASSIGN_OR_RETURN(InferRequest parsed, ParseInferRequest(request.body, json_length));
     const ModelInfo& info = served.model->info();
     REEL_RETURN_IF_ERROR(CheckOutputs(parsed.outputs, info));
-    REEL_ASSIGN_OR_RETURN(BatchWork work, WorkFrom(parsed, info));
+    REEL_RETURN_IF_ERROR(CheckInput(parsed, info));
+    std::optional<Clock::TimePoint> deadline;
     if (parsed.timeout_us) {
-      work.deadline = Clock::System()->Now() + std::chrono::microseconds(*parsed.timeout_us);
+      deadline = Clock::System()->Now() + std::chrono::microseconds(*parsed.timeout_us);
     }
-    const int64_t batch = work.n;
-    REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
-    InferResponse response = ResponseFor(parsed, served, result.output, batch);
+    const Tensor& input = parsed.inputs[0];
+    std::vector<float> logits;
+    int64_t batch = 0;
+    if (input.datatype == DataType::kBytes) {
+      REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> videos, input.Strings());
+      batch = static_cast<int64_t>(videos.size());
+      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, videos, deadline));
+    } else {
+      REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(input, info));
+      work.deadline = deadline;
+      batch = work.n;
+      REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
+      logits = std::move(result.output);
+    }
+    InferResponse response = ResponseFor(parsed, served, logits, batch);
     return EncodeInferResponse(response, parsed.outputs, parsed.binary_output);
+  }
+
+  // Each video decoded here, on the request's thread, as clips; the clips run through the batcher
+  // (max_batch at a time) and their logits are averaged into the video's.
+  static Result<std::vector<float>> ScoreVideos(Served& served,
+                                                const std::vector<std::string_view>& videos,
+                                                std::optional<Clock::TimePoint> deadline) {
+    const ModelInfo& info = served.model->info();
+    const int64_t classes = info.num_classes();
+    const int64_t max_batch = served.batcher->options().max_batch;
+    if (videos.empty()) return InvalidArgumentError("input 'input' holds no video");
+    std::vector<float> logits(videos.size() * static_cast<size_t>(classes), 0.f);
+    for (size_t v = 0; v < videos.size(); ++v) {
+      const std::string name = "input element " + std::to_string(v);
+      Result<VideoSamples> samples = VideoToSamples(videos[v], name, info.video);
+      if (!samples.ok()) {
+        return InvalidArgumentError(
+            name + " is not a video the server can decode: " + samples.status().message());
+      }
+      const int64_t size = info.sample_size();
+      for (int64_t first = 0; first < samples->clips; first += max_batch) {
+        BatchWork work;
+        work.n = std::min(max_batch, samples->clips - first);
+        work.input.assign(samples->input.begin() + first * size,
+                          samples->input.begin() + (first + work.n) * size);
+        work.deadline = deadline;
+        REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
+        for (size_t i = 0; i < result.output.size(); ++i) {
+          logits[v * classes + i % classes] += result.output[i] / samples->clips;
+        }
+      }
+    }
+    return logits;
   }
 
   Response Metadata(const Request& request) const {
