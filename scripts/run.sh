@@ -13,6 +13,8 @@
 #   6. reel models   registers the run in the embedded model registry ($DATA/registry) as
 #                    models:/synthetic, points the `production` alias at it and prints its URI
 #                    (a rerun of a finished job reuses the version it registered)
+#   7. reel serve    serves models:/synthetic@production over KServe v2 HTTP on a free port,
+#                    classifies a few validation videos through the API (curl), and stops it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache keys on paths relative to the checkout, so a clone in another folder (CI's) reuses
@@ -41,3 +43,6 @@ export REEL_REGISTRY_URI="$DATA/registry"
 $REEL models register synthetic "$DATA/runs/synthetic" --skip-unchanged --alias production \
   -m "the main job: configs/synthetic.yaml on reel datagen videos"
 echo "model: models:/synthetic@production (reel models show models:/synthetic@production)"
+# 7. reel serve: the registered model over KServe v2 HTTP, a few validation videos classified
+#    through the API by path, then the server stopped.
+bash scripts/serve_demo.sh "$REEL" "$DATA/raw" models:/synthetic@production

@@ -15,8 +15,8 @@ RUN_PACKAGES=(
   libssl-dev libzstd-dev
   # http (Boost.Beast and Boost.Asio, header-only)
   libboost-dev
-  # serve: the KServe v2 request parser
-  libsimdjson-dev
+  # serve: the KServe v2 request parser; curl is the main job's client of `reel serve`
+  libsimdjson-dev curl
   # storage
   libcurl4-openssl-dev ca-certificates
   # metadata (the registry): SQLite embedded, libpq for a team's PostgreSQL

@@ -107,7 +107,16 @@ assert all(len(label.split(":")) == 3 for label in out["data"]), out
 PY
 check "a file that is not a video: 400 saying so" bash -c \
   "infer_videos '$URL' tiny '$SRC/testdata/README.md' | tr -d '\n' | grep -q '^400.*not a video the server can decode'"
+check "the uri input is refused unless the server allows a prefix" bash -c \
+  "curl -s -o /dev/null -w '%{http_code}' -d '{\"inputs\":[{\"name\":\"uri\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"$VIDEOS/mmaction2_test.mp4\"]}]}' '$URL/v2/models/tiny/infer' | grep -qx 403"
 check "SIGTERM: exits 0" stop_server
+start_server uris tiny="$CKPT" --allow-uri-prefix "$VIDEOS"
+uri_request() { echo "{\"inputs\":[{\"name\":\"uri\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"$1\"]}]}"; }
+check "a video by path under the allowed prefix" bash -c \
+  "curl -sf -d '$(uri_request "$VIDEOS/mmaction2_test.mp4")' '$URL/v2/models/tiny/infer' | grep -q '\"shape\":\[1,8\]'"
+check "a path outside it: 403" bash -c \
+  "curl -s -o /dev/null -w '%{http_code}' -d '$(uri_request "$VIDEOS/../README.md")' '$URL/v2/models/tiny/infer' | grep -qx 403"
+stop_server
 CKPT_ANSWER=$(tail -n +2 "$WORK/ckpt.answer")
 
 # --- the same weights through the registry -------------------------------------------------

@@ -3,6 +3,7 @@
 //   reel serve [NAME=]URI ... [--host H] [--port N] [--max-batch N] [--max-delay-us N]
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
 //              [--http-threads N] [--registry URI] [--config F] [--token-file F]
+//              [--allow-uri-prefix P ...]
 //
 // URI: models:/name@alias or models:/name/4 (the registry), a run folder, a checkpoint, a
 // .safetensors file (with --config) or a TorchScript file (serve/model.h). NAME defaults to the
@@ -46,6 +47,7 @@ struct ServeFlags {
   int http_threads = 64;
   std::vector<int> preferred;
   std::string registry, config, token_file;
+  std::vector<std::string> allowed_uri_prefixes;
   double max_request_mb = 64;
 };
 
@@ -129,6 +131,7 @@ int RunModelServer(const ServeFlags& f) {
   serve::SetComputeThreads(ComputeThreads(f));
   serve::ServiceOptions options;
   options.max_request_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
+  options.allowed_uri_prefixes = f.allowed_uri_prefixes;
   serve::Service service(options);
   if (Status s = LoadModels(f, &service); !s.ok()) return Fail(kServe, s);
   http::Router router;
@@ -205,6 +208,8 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                     "./reel-data/registry)");
   serve->add_option("--config", f->config,
                     "YAML with model and data sections, for a .safetensors or TorchScript file");
+  serve->add_option("--allow-uri-prefix", f->allowed_uri_prefixes,
+                    "a folder or store URI the 'uri' input may read videos from (repeatable)");
   serve->add_option("--token-file", f->token_file,
                     "bearer tokens, one per line; every path but /v2/health needs one");
   serve->callback([f, exit_code] { *exit_code = RunModelServer(*f); });

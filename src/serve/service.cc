@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "base/strings.h"
 #include "loader/clip_transform.h"
 #include "serve/kserve.h"
+#include "storage/open.h"
 
 namespace reel::serve {
 namespace {
@@ -23,6 +25,7 @@ using http::Request;
 using http::Response;
 
 constexpr const char* kInput = "input";
+constexpr const char* kUri = "uri";
 constexpr const char* kLogits = "logits";
 constexpr const char* kProbabilities = "probabilities";
 constexpr const char* kJsonLengthHeader = "Inference-Header-Content-Length";
@@ -63,13 +66,18 @@ std::vector<float> NormalizeUint8(const std::string& bytes, const ModelInfo& inf
 }
 
 Status CheckInput(const InferRequest& request, const ModelInfo& info) {
-  if (request.inputs.size() != 1 || request.inputs[0].name != kInput) {
+  const bool one = request.inputs.size() == 1;
+  const std::string name = one ? request.inputs[0].name : "";
+  if (!one || (name != kInput && name != kUri)) {
     return InvalidArgumentError(
-        "model '" + info.name + "' takes one input named 'input'; the request has " +
+        "model '" + info.name + "' takes one input, 'input' or 'uri'; the request has " +
         std::to_string(request.inputs.size()) +
         (request.inputs.empty() ? "" : " ('" + request.inputs[0].name + "')"));
   }
   const DataType type = request.inputs[0].datatype;
+  if (name == kUri && type != DataType::kBytes) {
+    return InvalidArgumentError("input 'uri' must be BYTES (one URI or path per video)");
+  }
   if (type != DataType::kFp32 && type != DataType::kUint8 && type != DataType::kBytes) {
     return InvalidArgumentError(
         "input 'input' must be FP32 or UINT8 pixels or BYTES (encoded "
@@ -77,6 +85,34 @@ Status CheckInput(const InferRequest& request, const ModelInfo& info) {
         std::string(DataTypeName(type)));
   }
   return Status::Ok();
+}
+
+bool EndsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// A local path made absolute and without "..", so that a prefix check means what it says.
+std::string Normalized(std::string_view uri) {
+  if (uri.find("://") != std::string_view::npos) return std::string(uri);
+  return std::filesystem::absolute(std::filesystem::path(uri)).lexically_normal().string();
+}
+
+// The bytes of a video named by URI or path, when it lies under an allowed prefix.
+Result<std::string> ReadAllowed(std::string_view uri, const std::vector<std::string>& prefixes) {
+  if (prefixes.empty()) {
+    return PermissionDeniedError("this server reads no URIs (start it with --allow-uri-prefix)");
+  }
+  const std::string normal = Normalized(uri);
+  const bool allowed = normal.find("/../") == std::string::npos && !EndsWith(normal, "/..") &&
+                       std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
+                         return normal.rfind(Normalized(p), 0) == 0;
+                       });
+  if (!allowed) {
+    return PermissionDeniedError("'" + PrintableForMessage(uri, 200) +
+                                 "' is outside the prefixes this server may read");
+  }
+  REEL_ASSIGN_OR_RETURN(storage::ObjectLocation object, storage::OpenObjectUri(normal));
+  return object.store->Get(object.key);
 }
 
 // A pixel tensor as one piece of batcher work.
@@ -263,7 +299,16 @@ struct Service::Impl {
     const Tensor& input = parsed.inputs[0];
     std::vector<float> logits;
     int64_t batch = 0;
-    if (input.datatype == DataType::kBytes) {
+    if (input.name == kUri) {
+      REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> uris, input.Strings());
+      std::vector<std::string> files;
+      for (std::string_view uri : uris) {
+        REEL_ASSIGN_OR_RETURN(std::string bytes, ReadAllowed(uri, options.allowed_uri_prefixes));
+        files.push_back(std::move(bytes));
+      }
+      batch = static_cast<int64_t>(files.size());
+      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, {files.begin(), files.end()}, deadline));
+    } else if (input.datatype == DataType::kBytes) {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> videos, input.Strings());
       batch = static_cast<int64_t>(videos.size());
       REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, videos, deadline));
@@ -329,7 +374,8 @@ struct Service::Impl {
              {"versions", versions},
              {"platform", info.platform},
              {"inputs",
-              Json::array({Json{{"name", kInput}, {"datatype", "FP32"}, {"shape", input_shape}}})},
+              Json::array({Json{{"name", kInput}, {"datatype", "FP32"}, {"shape", input_shape}},
+                           Json{{"name", kUri}, {"datatype", "BYTES"}, {"shape", {-1}}}})},
              {"outputs",
               Json::array(
                   {Json{{"name", kLogits}, {"datatype", "FP32"}, {"shape", output_shape}},

@@ -11,9 +11,11 @@
 //
 // A model takes one input, "input": FP32 [B, C, T, H, W] (normalised as in evaluation) or
 // UINT8 [B, C, T, H, W] (raw pixels, normalised here with the training mean and std); B may be
-// left out for one sample. Outputs: "logits" and "probabilities" [B, classes] FP32; the
-// classification extension (an output's parameters.classification = k) answers that output as
-// BYTES [B, k] "score:index:label", best first.
+// left out for one sample. Or BYTES [B]: encoded video files, decoded here (serve/video.h).
+// Or, instead of "input", "uri": BYTES [B] of paths or store URIs (s3://...) the server reads,
+// only under ServiceOptions::allowed_uri_prefixes. Outputs: "logits" and "probabilities" [B,
+// classes] FP32; the classification extension (an output's parameters.classification = k) answers
+// that output as BYTES [B, k] "score:index:label", best first.
 //
 // Errors: malformed or mis-shaped requests 400 naming the problem, unknown model or version 404,
 // a full queue 503 with Retry-After, a passed timeout 504.
@@ -34,6 +36,8 @@ namespace reel::serve {
 
 struct ServiceOptions {
   uint64_t max_request_bytes = 64ull << 20;  // a larger body is refused before parsing
+  // The 'uri' input reads videos from these prefixes only (paths or store URIs); none: refused.
+  std::vector<std::string> allowed_uri_prefixes;
 };
 
 class Service {
