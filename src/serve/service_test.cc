@@ -33,6 +33,11 @@ class FakeModel : public Model {
     info_.architecture = "sum";
     info_.sample_shape = {3, 1, 2, 2};
     info_.class_names = {"up", "down", "flat"};
+    info_.video.ingest.clip_frames = 2;
+    info_.video.ingest.short_side = 4;
+    info_.video.clip.frames = 1;
+    info_.video.transform.size = 2;
+    info_.video.clips = 2;
   }
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
     {
@@ -70,9 +75,9 @@ class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(BatcherOptions{}); }
 
-  void Start(BatcherOptions batching) {
+  void Start(BatcherOptions batching, ServiceOptions options = {}) {
     server_.reset();
-    service_ = std::make_unique<Service>();
+    service_ = std::make_unique<Service>(options);
     model_ = std::make_shared<FakeModel>();
     ASSERT_OK(service_->AddModel("", model_, batching));
     http::Router router;
@@ -217,7 +222,7 @@ TEST_F(ServiceTest, BadRequestsAreAnsweredWithTheirProblem) {
        400, "FP32 or UINT8"},
       {"/v2/models/fake/infer",
        R"({"inputs":[{"name":"clip","datatype":"FP32","shape":[1],"data":[1]}]})", 400,
-       "one input named 'input'"},
+       "takes one input, 'input' or 'uri'"},
       {"/v2/models/fake/infer",
        R"({"inputs":[)" + good_input + R"(],"outputs":[{"name":"embedding"}]})", 400,
        "no output 'embedding'"},
@@ -276,6 +281,34 @@ TEST_F(ServiceTest, MetricsCountRequestsAndBatches) {
       metrics.body,
       HasSubstr("reel_inference_batch_size_bucket{model=\"fake\",version=\"1\",le=\"2\"} 3\n"));
   EXPECT_THAT(metrics.body, HasSubstr("# TYPE nv_inference_compute_infer_duration_us counter"));
+}
+
+std::string UriRequest(const std::string& uri) {
+  return R"({"inputs":[{"name":"uri","datatype":"BYTES","shape":[1],"data":[")" + uri + R"("]}]})";
+}
+
+TEST_F(ServiceTest, TheUriInputReadsOnlyUnderAllowedPrefixes) {
+  const char* root = std::getenv("REEL_SOURCE_DIR");
+  const std::string videos = std::string(root ? root : ".") + "/testdata/videos";
+  ASSERT_OK_AND_ASSIGN(
+      http::Response off,
+      client_->Post("/v2/models/fake/infer", UriRequest(videos + "/mmaction2_test.mp4")));
+  EXPECT_EQ(off.status, 403) << off.body;
+  EXPECT_THAT(off.body, HasSubstr("--allow-uri-prefix"));
+  ServiceOptions options;
+  options.allowed_uri_prefixes = {videos};
+  Start(BatcherOptions{}, options);
+  ASSERT_OK_AND_ASSIGN(
+      http::Response ok,
+      client_->Post("/v2/models/fake/infer", UriRequest(videos + "/mmaction2_test.mp4")));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  ASSERT_OK_AND_ASSIGN(InferResponse response, ParseInferResponse(ok.body, std::nullopt));
+  EXPECT_EQ(response.outputs[0].shape, (std::vector<int64_t>{1, 3}));
+  for (const std::string& outside : {videos + "/../README.md", std::string("/etc/hostname")}) {
+    ASSERT_OK_AND_ASSIGN(http::Response refused,
+                         client_->Post("/v2/models/fake/infer", UriRequest(outside)));
+    EXPECT_EQ(refused.status, 403) << outside << " -> " << refused.body;
+  }
 }
 
 TEST_F(ServiceTest, ShutdownTurnsReadinessOff) {

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/files.h"
 #include "base/build_info.h"
 #include "base/config.h"
+#include "base/files.h"
 #include "base/hash.h"
 #include "base/json.h"
 #include "dataset/layout.h"
