@@ -62,6 +62,16 @@ TEST(KServeCodec, JsonRequestRoundTrips) {
   ExpectSameRequest(request, parsed);
 }
 
+TEST(KServeCodec, Fp32DataIsWrittenInItsShortestForm) {
+  InferRequest request;
+  request.inputs.push_back(
+      MakeTensor("x", DataType::kFp32, {3}, std::vector<float>{0.1f, -1.25f, 3e-8f}));
+  const Body body = EncodeInferRequest(request, /*binary=*/false);
+  EXPECT_THAT(body.bytes, HasSubstr("[0.1,-1.25,3e-08]"));
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body.bytes, std::nullopt));
+  EXPECT_EQ(parsed.inputs[0].data, request.inputs[0].data);  // the same floats, bit for bit
+}
+
 TEST(KServeCodec, BytesThatAreNotUtf8TravelAsBinary) {
   InferRequest request;
   request.inputs.push_back(MakeBytesTensor("video", {std::string("\0\xff\x80", 3), "ok"}));
