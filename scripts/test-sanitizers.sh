@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `unit` label built in Debug with AddressSanitizer + UndefinedBehaviorSanitizer, and the
 # concurrency tests (thread pool and sync points, caching store, loader, process groups and
-# reducer, the HTTP layer, the registry's parallel pulls, its server and garbage collector) with
+# reducer, the HTTP layer, the registry's parallel pulls, its server and garbage collector, the
+# inference batcher and service) with
 # ThreadSanitizer, each in its own build folder. CI runs it after scripts/test.sh.
 # Usage: scripts/test-sanitizers.sh [address|thread|all (default)] [CTEST_ARGS...]
 set -euo pipefail
@@ -20,15 +21,26 @@ configure() {  # configure DIR SANITIZER
 
 # LibTorch, Gloo and FFmpeg are not instrumented: ASan's leak check would report their caches at
 # exit, so leaks are checked by media_asan_test on Reel's own FFmpeg handles instead.
+# What the unit label runs: its test binaries and `reel` (the command-line tests), not the
+# examples or the binaries of integration tests, which this build never runs.
+unit_targets() {  # unit_targets DIR
+  local name
+  echo reel
+  for name in $(cd "$1" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
+    ninja -C "$1" -t query "$name" > /dev/null 2>&1 && echo "$name"
+  done
+}
+
 if [[ "$which" != thread ]]; then
   configure build-asan address
-  ninja -C build-asan
+  mapfile -t targets < <(unit_targets build-asan)
+  ninja -C build-asan "${targets[@]}"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest -L unit --output-on-failure --timeout 900 "$@")
 fi
 [[ "$which" == address ]] && exit 0
 
-TSAN_TESTS=(base_test storage_unit_test loader_test dist_torch_test http_test registry_test)
+TSAN_TESTS=(base_test storage_unit_test loader_test dist_torch_test http_test registry_test serve_test)
 configure build-tsan thread
 ninja -C build-tsan "${TSAN_TESTS[@]}"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
