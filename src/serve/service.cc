@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <utility>
 
 #include "base/build_info.h"
 #include "base/strings.h"
@@ -404,7 +405,7 @@ struct Service::Impl {
 };
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
+  impl_->options = std::move(options);
 }
 
 Service::~Service() { Shutdown(); }
