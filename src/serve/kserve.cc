@@ -67,6 +67,13 @@ class ElementWriter {
   }
 
   int64_t count() const { return count_; }
+  bool fp32() const { return tensor_->datatype == DataType::kFp32; }
+
+  Status AppendFp32(float value) {
+    if (count_ == expected_) return TooMany();
+    Put(&tensor_->data, static_cast<size_t>(count_++), value);
+    return Status::Ok();
+  }
 
   Status Append(od::value& value) {
     if (count_ == expected_) return TooMany();
@@ -193,6 +200,13 @@ Status AppendValues(od::value value, ElementWriter* writer, int depth) {
   for (auto element : array) {
     od::value v;
     if (auto e = element.get(v)) return Malformed("data", e);
+    // The common case first: an FP32 number read straight into the buffer. A value of another
+    // type is left unread by get_double (INCORRECT_TYPE) and takes the general path.
+    double d = 0;
+    if (writer->fp32() && !v.get_double().get(d)) {
+      REEL_RETURN_IF_ERROR(writer->AppendFp32(static_cast<float>(d)));
+      continue;
+    }
     REEL_RETURN_IF_ERROR(AppendValues(v, writer, depth + 1));
   }
   return Status::Ok();
