@@ -52,9 +52,10 @@ Result<int64_t> BatchOf(const Tensor& input, const ModelInfo& info) {
                               "; model '" + info.name + "' takes [B," + ShapeText(want).substr(1));
 }
 
-// Raw pixels to the model's input: (x / 255 - mean) / std per channel, as evaluation does.
+// Raw pixels to the model's input: (x / 255 - mean) / std per channel, with the mean and std
+// of the model's own evaluation transform.
 std::vector<float> NormalizeUint8(const std::string& bytes, const ModelInfo& info) {
-  const loader::TransformOptions transform;
+  const loader::TransformOptions& transform = info.video.transform;
   const int64_t channels = info.sample_shape[0];
   const int64_t plane = info.sample_size() / channels;
   std::vector<float> out(bytes.size());
