@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "dataset/frames_codec.h"
 #include "media/decoder.h"
@@ -29,15 +30,63 @@ std::pair<int, int> OutputRate(const ClipSettings& clip, const media::VideoInfo&
   return {25, 1};
 }
 
+Result<std::string> EncodePayload(const ClipSettings& clip, const EncodeSettings& encode,
+                                  const CutVideo& cut, const std::vector<media::Frame>& frames) {
+  if (encode.mode != dataset::DatasetMode::kVideo) {
+    dataset::FramesCodecOptions fo;
+    fo.level = encode.zstd_level;
+    return dataset::EncodeFrames(frames, fo);
+  }
+  media::EncoderOptions eo;
+  eo.width = cut.width;
+  eo.height = cut.height;
+  eo.fps_num = cut.rate_num;
+  eo.fps_den = cut.rate_den;
+  eo.gop = clip.clip_frames;  // one keyframe, at the clip's first frame
+  eo.crf = encode.crf;
+  eo.preset = encode.preset;
+  eo.threads = 1;
+  REEL_ASSIGN_OR_RETURN(auto encoder, media::VideoEncoder::Create(eo));
+  for (const media::Frame& frame : frames) REEL_RETURN_IF_ERROR(encoder->Add(frame));
+  return encoder->Finish();
+}
+
+Result<dataset::Record> ClipRecord(const ClipJob& job, const ClipSettings& clip,
+                                   const EncodeSettings& encode, const CutVideo& cut,
+                                   const PlannedClip& planned,
+                                   const std::vector<media::Frame>& frames) {
+  // H.264 4:2:0 stores even sizes: the encoder pads an odd side by repeating its last pixels.
+  const bool video_mode = encode.mode == dataset::DatasetMode::kVideo;
+  dataset::Record record;
+  record.key = ClipKey(job.key_base, planned.index);
+  record.label = job.video->label;
+  record.label_name = job.class_name;
+  record.payload_ext = std::string(dataset::PayloadExtension(encode.mode));
+  REEL_ASSIGN_OR_RETURN(record.payload, EncodePayload(clip, encode, cut, frames));
+  record.metadata = {
+      {"source", job.source_uri},
+      {"start_frame", planned.frames.front()},
+      {"end_frame", planned.frames.back() + 1},
+      {"start_s", planned.start_s},
+      {"end_s", planned.end_s},
+      {"fps", static_cast<double>(cut.rate_num) / cut.rate_den},
+      {"frames", static_cast<int>(frames.size())},
+      {"width", video_mode ? (cut.width + 1) & ~1 : cut.width},
+      {"height", video_mode ? (cut.height + 1) & ~1 : cut.height},
+      {"padded", planned.padded},
+      {"split", job.video->split},
+  };
+  return record;
+}
+
 }  // namespace
 
-Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,
-                                               const ClipSettings& clip,
-                                               const EncodeSettings& encode) {
+Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
+                const ClipSink& sink) {
   media::DecodeOptions options;
   options.format = media::PixelFormat::kRgb24;
   options.short_side = clip.short_side;
-  options.threads = 1;  // the ingest runs one video per worker
+  options.threads = 1;  // callers run one video per worker
   REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(input, options));
   const media::VideoInfo& info = decoder->info();
   if (info.frame_count <= 0) {
@@ -46,64 +95,35 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
   std::vector<double> times;
   times.reserve(static_cast<size_t>(info.frame_count));
   for (int64_t i = 0; i < info.frame_count; ++i) times.push_back(info.FrameTime(i));
-  std::vector<PlannedClip> plan = PlanClips(times, job.video->start_s, job.video->end_s, clip);
+  const std::vector<PlannedClip> plan = PlanClips(times, start_s, end_s, clip);
   if (plan.empty()) {
     return FailedPreconditionError(input.name() + ": no frames in the requested segment [" +
-                                   std::to_string(job.video->start_s) + ", " +
-                                   std::to_string(job.video->end_s) + ") s");
+                                   std::to_string(start_s) + ", " + std::to_string(end_s) + ") s");
   }
-  const auto [rate_num, rate_den] = OutputRate(clip, info);
-  const double clip_fps = static_cast<double>(rate_num) / rate_den;
-
-  // H.264 4:2:0 stores even sizes: the encoder pads an odd side by repeating its last pixels.
-  const bool video_mode = encode.mode == dataset::DatasetMode::kVideo;
-  const int stored_width =
-      video_mode ? (decoder->output_width() + 1) & ~1 : decoder->output_width();
-  const int stored_height =
-      video_mode ? (decoder->output_height() + 1) & ~1 : decoder->output_height();
-  std::vector<dataset::Record> records;
-  records.reserve(plan.size());
+  CutVideo cut;
+  cut.width = decoder->output_width();
+  cut.height = decoder->output_height();
+  std::tie(cut.rate_num, cut.rate_den) = OutputRate(clip, info);
   for (const PlannedClip& planned : plan) {
     // Clips are planned in file order, so the decoder reads forward through the video once.
     REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames, decoder->DecodeFrames(planned.frames));
-    dataset::Record record;
-    record.key = ClipKey(job.key_base, planned.index);
-    record.label = job.video->label;
-    record.label_name = job.class_name;
-    record.payload_ext = std::string(dataset::PayloadExtension(encode.mode));
-    if (encode.mode == dataset::DatasetMode::kVideo) {
-      media::EncoderOptions eo;
-      eo.width = decoder->output_width();
-      eo.height = decoder->output_height();
-      eo.fps_num = rate_num;
-      eo.fps_den = rate_den;
-      eo.gop = clip.clip_frames;  // one keyframe, at the clip's first frame
-      eo.crf = encode.crf;
-      eo.preset = encode.preset;
-      eo.threads = 1;
-      REEL_ASSIGN_OR_RETURN(auto encoder, media::VideoEncoder::Create(eo));
-      for (const media::Frame& frame : frames) REEL_RETURN_IF_ERROR(encoder->Add(frame));
-      REEL_ASSIGN_OR_RETURN(record.payload, encoder->Finish());
-    } else {
-      dataset::FramesCodecOptions fo;
-      fo.level = encode.zstd_level;
-      REEL_ASSIGN_OR_RETURN(record.payload, dataset::EncodeFrames(frames, fo));
-    }
-    record.metadata = {
-        {"source", job.source_uri},
-        {"start_frame", planned.frames.front()},
-        {"end_frame", planned.frames.back() + 1},
-        {"start_s", planned.start_s},
-        {"end_s", planned.end_s},
-        {"fps", clip_fps},
-        {"frames", static_cast<int>(frames.size())},
-        {"width", stored_width},
-        {"height", stored_height},
-        {"padded", planned.padded},
-        {"split", job.video->split},
-    };
-    records.push_back(std::move(record));
+    REEL_RETURN_IF_ERROR(sink(cut, planned, std::move(frames)));
   }
+  return Status::Ok();
+}
+
+Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,
+                                               const ClipSettings& clip,
+                                               const EncodeSettings& encode) {
+  std::vector<dataset::Record> records;
+  const auto store = [&](const CutVideo& cut, const PlannedClip& planned,
+                         std::vector<media::Frame> frames) -> Status {
+    REEL_ASSIGN_OR_RETURN(dataset::Record record,
+                          ClipRecord(job, clip, encode, cut, planned, frames));
+    records.push_back(std::move(record));
+    return Status::Ok();
+  };
+  REEL_RETURN_IF_ERROR(CutClips(input, job.video->start_s, job.video->end_s, clip, store));
   return records;
 }
 

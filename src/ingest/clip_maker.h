@@ -8,6 +8,7 @@
 // Thread-safety: MakeClips is reentrant; each call uses its own decoder and encoder.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "dataset/record.h"
 #include "ingest/clip_plan.h"
 #include "ingest/sources.h"
+#include "media/frame.h"
 #include "media/input.h"
 
 namespace reel::ingest {
@@ -33,6 +35,25 @@ struct ClipJob {
   std::string key_base;    // sample keys are key_base + "_c" + clip number (3+ digits)
   std::string source_uri;  // recorded in each record's metadata
 };
+
+// What the decoder made of a video: the size its frames come out at (short side resized, upright)
+// and the rate its clips are stored at (the resampling rate, else the source's average).
+struct CutVideo {
+  int width = 0;
+  int height = 0;
+  int rate_num = 25;
+  int rate_den = 1;
+};
+
+// Receives one planned clip's decoded frames; an error stops the cut and is returned.
+using ClipSink =
+    std::function<Status(const CutVideo&, const PlannedClip&, std::vector<media::Frame> frames)>;
+
+// Decodes `input` once, reading forward, and hands each clip `clip` plans inside the segment
+// [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.
+// This is the cut the ingest stores and the server classifies, so both see the same pixels.
+Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
+                const ClipSink& sink);
 
 // The records of every clip of the video, in clip order.
 Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,

@@ -1,7 +1,6 @@
 #include "serve/video.h"
 
 #include "base/random.h"
-#include "dataset/frames_codec.h"
 #include "ingest/clip_maker.h"
 #include "media/input.h"
 
@@ -9,15 +8,17 @@ namespace reel::serve {
 namespace {
 
 // One cut clip as evaluation sees it: centre frames, resize and centre crop, normalised.
-Status AppendSample(const dataset::Record& record, const VideoSettings& settings,
+Status AppendSample(const std::vector<media::Frame>& frames, const VideoSettings& settings,
                     std::vector<float>* out) {
-  REEL_ASSIGN_OR_RETURN(dataset::DecodedFrames frames, dataset::DecodeFrames(record.payload));
   loader::FrameStack stack;
-  stack.t = static_cast<int>(frames.header.frames);
-  stack.h = static_cast<int>(frames.header.height);
-  stack.w = static_cast<int>(frames.header.width);
-  stack.c = static_cast<int>(frames.header.channels);
-  stack.pixels = std::move(frames.pixels);
+  stack.t = static_cast<int>(frames.size());
+  stack.h = frames.front().height;
+  stack.w = frames.front().width;
+  stack.c = 3;  // CutClips decodes RGB24
+  stack.pixels.reserve(frames.size() * frames.front().data.size());
+  for (const media::Frame& frame : frames) {
+    stack.pixels.append(reinterpret_cast<const char*>(frame.data.data()), frame.data.size());
+  }
   loader::ClipOptions clip = settings.clip;
   clip.sampling = loader::ClipSampling::kCenter;
   clip.clips_per_video = 1;
@@ -49,28 +50,19 @@ void ApplyManifestClipSettings(const nlohmann::json& clip_settings,
 
 Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view name,
                                     const VideoSettings& settings) {
-  ingest::SourceVideo source;
-  source.key = std::string(name);
-  source.label = 0;
-  ingest::ClipJob job;
-  job.video = &source;
-  job.class_name = "video";
-  job.key_base = "video";
-  job.source_uri = std::string(name);
   ingest::ClipSettings cut = settings.ingest;
   cut.max_clips_per_video = settings.clips;
-  // Frames mode at zstd level 1: the cheapest payload the loader's path reads back.
-  ingest::EncodeSettings encode;
-  encode.mode = dataset::DatasetMode::kFrames;
-  encode.zstd_level = 1;
-  REEL_ASSIGN_OR_RETURN(
-      std::vector<dataset::Record> records,
-      ingest::MakeClips(job, media::Input::View(bytes, std::string(name)), cut, encode));
   VideoSamples samples;
-  for (const dataset::Record& record : records) {
-    REEL_RETURN_IF_ERROR(AppendSample(record, settings, &samples.input));
+  // The frames go straight from the decoder to the transform: no payload is encoded.
+  const auto sample = [&](const ingest::CutVideo&, const ingest::PlannedClip&,
+                          std::vector<media::Frame> frames) -> Status {
+    if (frames.empty()) return Status::Ok();
+    REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
     ++samples.clips;
-  }
+    return Status::Ok();
+  };
+  REEL_RETURN_IF_ERROR(
+      ingest::CutClips(media::Input::View(bytes, std::string(name)), -1, -1, cut, sample));
   if (samples.clips == 0) {
     return FailedPreconditionError(std::string(name) + ": no clip could be cut from the video");
   }
