@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "base/build_info.h"
+#include "base/hash.h"
 #include "base/strings.h"
 #include "loader/clip_transform.h"
 #include "serve/kserve.h"
@@ -31,12 +33,60 @@ constexpr const char* kLogits = "logits";
 constexpr const char* kProbabilities = "probabilities";
 constexpr const char* kJsonLengthHeader = "Inference-Header-Content-Length";
 
-// One served version: its model, its batcher and the counters /metrics reports.
+// One served version: its model, its batcher, the counters /metrics reports, and the requests
+// in flight on it, which a swap waits for before unloading it.
 struct Served {
   std::string name;
   std::shared_ptr<Model> model;
   std::unique_ptr<Batcher> batcher;
   std::atomic<int64_t> success{0}, failure{0}, request_us{0};
+
+  void Enter() {
+    std::lock_guard lock(flight_mu);
+    ++in_flight;
+  }
+  void Leave() {
+    std::lock_guard lock(flight_mu);
+    if (--in_flight == 0) landed.notify_all();
+  }
+  // Waits for the requests in flight (no new one can enter: it is out of the routing table),
+  // then stops the batcher.
+  void Drain() {
+    std::unique_lock lock(flight_mu);
+    landed.wait(lock, [&] { return in_flight == 0; });
+    lock.unlock();
+    batcher->Shutdown();
+  }
+
+ private:
+  std::mutex flight_mu;
+  std::condition_variable landed;
+  int in_flight = 0;  // guarded by flight_mu
+};
+
+// A request's hold on the version it reaches: entered while the routing table was locked, left
+// when the request is answered.
+class Lease {
+ public:
+  explicit Lease(std::shared_ptr<Served> served) : served_(std::move(served)) { served_->Enter(); }
+  Lease(Lease&& other) noexcept = default;
+  Lease& operator=(Lease&& other) noexcept {
+    if (this != &other) {
+      if (served_) served_->Leave();
+      served_ = std::move(other.served_);
+    }
+    return *this;
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    if (served_) served_->Leave();
+  }
+  Served* operator->() const { return served_.get(); }
+  Served& operator*() const { return *served_; }
+
+ private:
+  std::shared_ptr<Served> served_;
 };
 
 // The batch size of `input`, whose shape must be sample_shape with or without a leading B.
@@ -241,36 +291,56 @@ struct Service::Impl {
   mutable std::mutex mu;
   struct Entry {
     std::map<std::string, std::shared_ptr<Served>> versions;
-    std::string current;
+    std::string current;  // the primary version
+    std::string canary;   // "" when none
+    int canary_percent = 0;
+    mutable uint64_t arrivals = 0;  // requests without an id, for the canary's share
   };
   std::map<std::string, Entry> models;  // guarded by mu
   std::atomic<bool> ready{true};
 
-  // The version a request names, or the current one.
-  Result<std::shared_ptr<Served>> Find(const std::string& name, const std::string& version) const {
+  // The version a request names; else the canary for its share of ids (`id` given), else the
+  // primary.
+  Result<Lease> Find(const std::string& name, const std::string& version,
+                     const std::string* id) const {
     std::lock_guard lock(mu);
     const auto it = models.find(name);
     if (it == models.end())
       return NotFoundError("no model named '" + PrintableForMessage(name, 100) + "'");
-    const std::string& v = version.empty() ? it->second.current : version;
-    const auto vit = it->second.versions.find(v);
-    if (vit == it->second.versions.end()) {
+    const Entry& entry = it->second;
+    const std::string& v = !version.empty()             ? version
+                           : id && ToCanary(entry, *id) ? entry.canary
+                                                        : entry.current;
+    const auto vit = entry.versions.find(v);
+    if (vit == entry.versions.end()) {
       return NotFoundError("model '" + name + "' has no version '" + PrintableForMessage(v, 40) +
                            "'");
     }
-    return vit->second;
+    return Lease(vit->second);
   }
 
-  Result<std::shared_ptr<Served>> FindFor(const Request& request) const {
+  // Deterministic by id: a hash's remainder below the percent. Without an id, by arrival.
+  static bool ToCanary(const Entry& entry, const std::string& id) {
+    if (entry.canary.empty() || entry.canary_percent == 0) return false;
+    const std::string key = id.empty() ? std::to_string(entry.arrivals++) : id;
+    return Xxh3_64(key) % 100 < static_cast<uint64_t>(entry.canary_percent);
+  }
+
+  Result<Lease> FindFor(const Request& request, const std::string* id = nullptr) const {
     const auto v = request.params.find("version");
-    return Find(request.params.at("model"), v == request.params.end() ? "" : v->second);
+    return Find(request.params.at("model"), v == request.params.end() ? "" : v->second, id);
   }
 
   Response Infer(const Request& request) {
-    auto served = FindFor(request);
+    Result<Lease> served = FindFor(request);  // an unknown model is a 404 before any parsing
     if (!served.ok()) return ErrorResponse(served.status());
     const auto start = std::chrono::steady_clock::now();
-    Result<Body> body = InferOn(**served, request);
+    Result<InferRequest> parsed = Parse(request);
+    if (parsed.ok() && request.params.count("version") == 0) {
+      served = FindFor(request, &parsed->id);  // the canary's share
+      if (!served.ok()) return ErrorResponse(served.status());
+    }
+    Result<Body> body = parsed.ok() ? InferOn(**served, *parsed) : Result<Body>(parsed.status());
     (*served)->request_us += std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
@@ -282,7 +352,7 @@ struct Service::Impl {
     return BodyResponse(std::move(*body));
   }
 
-  Result<Body> InferOn(Served& served, const Request& request) const {
+  Result<InferRequest> Parse(const Request& request) const {
     if (request.body.size() > options.max_request_bytes) {
       return InvalidArgumentError("the request's " + std::to_string(request.body.size()) +
                                   " bytes are over the limit of " +
@@ -290,7 +360,10 @@ struct Service::Impl {
     }
     REEL_ASSIGN_OR_RETURN(std::optional<size_t> json_length,
                           JsonLengthHeader(request.Header(kJsonLengthHeader), request.body.size()));
-    REEL_ASSIGN_OR_RETURN(InferRequest parsed, ParseInferRequest(request.body, json_length));
+    return ParseInferRequest(request.body, json_length);
+  }
+
+  Result<Body> InferOn(Served& served, const InferRequest& parsed) const {
     const ModelInfo& info = served.model->info();
     REEL_RETURN_IF_ERROR(CheckOutputs(parsed.outputs, info));
     REEL_RETURN_IF_ERROR(CheckInput(parsed, info));
@@ -363,9 +436,14 @@ struct Service::Impl {
     if (!served.ok()) return ErrorResponse(served.status());
     const ModelInfo& info = (*served)->model->info();
     std::vector<std::string> versions;
+    Json canary = nullptr;
     {
       std::lock_guard lock(mu);
-      for (const auto& [v, unused] : models.at((*served)->name).versions) versions.push_back(v);
+      const Entry& entry = models.at((*served)->name);
+      for (const auto& [v, unused] : entry.versions) versions.push_back(v);
+      if (!entry.canary.empty()) {
+        canary = {{"version", entry.canary}, {"percent", entry.canary_percent}};
+      }
     }
     std::vector<int64_t> input_shape = {-1};
     input_shape.insert(input_shape.end(), info.sample_shape.begin(), info.sample_shape.end());
@@ -386,13 +464,33 @@ struct Service::Impl {
               {{"architecture", info.architecture},
                {"source", info.source},
                {"class_names", info.class_names},
-               {"max_batch_size", (*served)->batcher->options().max_batch}}}});
+               {"max_batch_size", (*served)->batcher->options().max_batch},
+               {"canary", canary}}}});
   }
 
   Response ModelReady(const Request& request) const {
     auto served = FindFor(request);
     if (!served.ok()) return ErrorResponse(served.status());
     return ready ? Response::Text(200, "") : Response::Error(UnavailableError("shutting down"));
+  }
+
+  // Points `role` of `name` at `version` (adding `fresh` unless it is served already) and takes
+  // the version the role held out of routing; returns that one for draining, null when it still
+  // serves (as the other role) or there was none.
+  std::shared_ptr<Served> Assign(const std::string& name, const std::string& version,
+                                 std::shared_ptr<Served> fresh, Service::Role role) {
+    std::lock_guard lock(mu);
+    Entry& entry = models[name];
+    auto [it, added] = entry.versions.try_emplace(version, fresh);
+    if (!added && fresh) fresh->batcher->Shutdown();  // a racing swap added it first
+    const bool primary = role == Service::Role::kPrimary;
+    std::string previous = std::exchange(primary ? entry.current : entry.canary, version);
+    if (primary && entry.canary == version) entry.canary.clear();  // the canary promoted
+    const std::string& other = primary ? entry.canary : entry.current;
+    if (previous.empty() || previous == version || previous == other) return nullptr;
+    std::shared_ptr<Served> old = std::move(entry.versions[previous]);
+    entry.versions.erase(previous);
+    return old;
   }
 
   std::vector<std::shared_ptr<Served>> All() const {
@@ -411,8 +509,10 @@ Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>()) {
 
 Service::~Service() { Shutdown(); }
 
-Status Service::AddModel(std::string name, std::shared_ptr<Model> model, BatcherOptions batching) {
-  if (name.empty()) name = model->info().name;
+namespace {
+
+Result<std::shared_ptr<Served>> StartServed(const std::string& name, std::shared_ptr<Model> model,
+                                            BatcherOptions batching) {
   const ModelInfo& info = model->info();
   Model* raw = model.get();
   REEL_ASSIGN_OR_RETURN(
@@ -423,15 +523,83 @@ Status Service::AddModel(std::string name, std::shared_ptr<Model> model, Batcher
   served->name = name;
   served->model = std::move(model);
   served->batcher = std::move(batcher);
+  return served;
+}
+
+}  // namespace
+
+Status Service::AddModel(std::string name, std::shared_ptr<Model> model, BatcherOptions batching) {
+  if (name.empty()) name = model->info().name;
+  const std::string version = model->info().version;
+  REEL_ASSIGN_OR_RETURN(std::shared_ptr<Served> served,
+                        StartServed(name, std::move(model), std::move(batching)));
   std::lock_guard lock(impl_->mu);
   Impl::Entry& entry = impl_->models[name];
-  if (entry.versions.count(info.version)) {
-    return AlreadyExistsError("model '" + name + "' version " + info.version +
-                              " is served already");
+  if (entry.versions.count(version)) {
+    return AlreadyExistsError("model '" + name + "' version " + version + " is served already");
   }
-  entry.versions[info.version] = std::move(served);
-  entry.current = info.version;
+  entry.versions[version] = std::move(served);
+  entry.current = version;
   return Status::Ok();
+}
+
+Status Service::Swap(const std::string& name, std::shared_ptr<Model> model, BatcherOptions batching,
+                     Role role) {
+  const std::string version = model->info().version;
+  bool served_already = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    const auto it = impl_->models.find(name);
+    if (role == Role::kCanary && (it == impl_->models.end() || it->second.current.empty())) {
+      return NotFoundError("model '" + name + "' has no primary version to add a canary to");
+    }
+    served_already = it != impl_->models.end() && it->second.versions.count(version);
+  }
+  // Loaded and started outside the lock: requests keep flowing to the old version meanwhile.
+  std::shared_ptr<Served> fresh;
+  if (!served_already) {
+    REEL_ASSIGN_OR_RETURN(fresh, StartServed(name, std::move(model), std::move(batching)));
+  }
+  std::shared_ptr<Served> old = impl_->Assign(name, version, std::move(fresh), role);
+  if (old) old->Drain();  // after the switch: its in-flight requests finish, then it unloads
+  return Status::Ok();
+}
+
+Status Service::SetCanaryPercent(const std::string& name, int percent) {
+  if (percent < 0 || percent > 100) {
+    return InvalidArgumentError("a canary percent is 0-100, got " + std::to_string(percent));
+  }
+  std::lock_guard lock(impl_->mu);
+  const auto it = impl_->models.find(name);
+  if (it == impl_->models.end()) return NotFoundError("no model named '" + name + "'");
+  it->second.canary_percent = percent;
+  return Status::Ok();
+}
+
+Status Service::RemoveCanary(const std::string& name) {
+  std::shared_ptr<Served> old;
+  {
+    std::lock_guard lock(impl_->mu);
+    const auto it = impl_->models.find(name);
+    if (it == impl_->models.end() || it->second.canary.empty()) {
+      return NotFoundError("model '" + name + "' has no canary");
+    }
+    Impl::Entry& entry = it->second;
+    if (entry.canary != entry.current) {
+      old = entry.versions[entry.canary];
+      entry.versions.erase(entry.canary);
+    }
+    entry.canary.clear();
+  }
+  if (old) old->Drain();
+  return Status::Ok();
+}
+
+std::string Service::ServedVersion(const std::string& name, Role role) const {
+  std::lock_guard lock(impl_->mu);
+  const auto it = impl_->models.find(name);
+  if (it == impl_->models.end()) return "";
+  return role == Role::kPrimary ? it->second.current : it->second.canary;
 }
 
 Status Service::AddRoutes(http::Router* router) {

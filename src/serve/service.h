@@ -17,6 +17,10 @@
 // classes] FP32; the classification extension (an output's parameters.classification = k) answers
 // that output as BYTES [B, k] "score:index:label", best first.
 //
+// Versions change while serving: Swap puts a new version in a role (the primary one, or the
+// canary that a percentage of the requests reach, chosen by request id) at once, then drains the
+// version it replaces (its requests in flight finish) and unloads it, so no request fails.
+//
 // Errors: malformed or mis-shaped requests 400 naming the problem, unknown model or version 404,
 // a full queue 503 with Retry-After, a passed timeout 504.
 //
@@ -51,6 +55,31 @@ class Service {
   // its own batcher; it becomes the version a request without /versions/{v} reaches.
   // Errors: the batcher's (bad options); AlreadyExists for a name and version served already.
   Status AddModel(std::string name, std::shared_ptr<Model> model, BatcherOptions batching);
+
+  // Which version a request that names none reaches: the primary, or the canary.
+  enum class Role { kPrimary, kCanary };
+
+  // Puts `model` (its info().version) in `role` for `name`: requests that arrive after the call
+  // begins its swap reach it. The version that held the role (unless it still holds the other
+  // one) then takes no new requests, finishes those in flight and is unloaded before Swap
+  // returns. A version served already (the canary promoted to primary, say) keeps its batcher
+  // and `model` is dropped; swapping in the version that holds the role does nothing. A model
+  // needs a primary version before it can have a canary.
+  // Errors: the batcher's (bad options); NotFound for a canary of a model not served.
+  Status Swap(const std::string& name, std::shared_ptr<Model> model, BatcherOptions batching,
+              Role role = Role::kPrimary);
+
+  // Sends `percent` (0-100) of the requests that name no version to the canary, by request id:
+  // the same id always reaches the same version; requests without an id are spread by order of
+  // arrival. InvalidArgument for a percent outside 0-100; NotFound for an unknown model.
+  Status SetCanaryPercent(const std::string& name, int percent);
+
+  // Stops serving the canary of `name`: the primary takes all requests again; the canary drains
+  // and is unloaded. NotFound when there is none.
+  Status RemoveCanary(const std::string& name);
+
+  // The version holding `role` for `name`; "" when none.
+  std::string ServedVersion(const std::string& name, Role role = Role::kPrimary) const;
 
   // The routes above, bound to this service (which must outlive the server).
   Status AddRoutes(http::Router* router);

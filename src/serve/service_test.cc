@@ -1,5 +1,5 @@
 // The KServe v2 routes over real HTTP (Reel's server and client on loopback) in front of a
-// small in-memory model; model_torch_test.cc serves real LibTorch models.
+// small in-memory model; model_torch_test.cc loads real LibTorch models.
 #include "serve/service.h"
 
 #include <gmock/gmock.h>
@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 
 #include "http/client.h"
@@ -20,14 +21,15 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Samples of shape [3, 1, 2, 2]; three classes scored (sum, -sum, 0). Can be held inside its
 // forward pass.
 class FakeModel : public Model {
  public:
-  FakeModel() {
+  explicit FakeModel(std::string version = "1") {
     info_.name = "fake";
-    info_.version = "1";
+    info_.version = std::move(version);
     info_.source = "memory";
     info_.platform = "test";
     info_.architecture = "sum";
@@ -317,6 +319,113 @@ TEST_F(ServiceTest, ShutdownTurnsReadinessOff) {
   EXPECT_EQ(ready.status, 503);
   ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(Ones(1), false));
   EXPECT_EQ(answer.status, 503);
+}
+
+// The version that answered `response` (a 200 with a JSON body).
+std::string VersionOf(const Result<http::Response>& answer) {
+  if (!answer.ok() || answer->status != 200) return "failed";
+  Result<InferResponse> response = ParseInferResponse(answer->body, std::nullopt);
+  return response.ok() ? response->model_version : "unparsable";
+}
+
+TEST_F(ServiceTest, SwapDrainsTheOldVersionWhileTheNewOneServes) {
+  model_->set_open(false);
+  auto held = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
+  ASSERT_TRUE(model_->WaitForCalls(1));
+  auto swap = std::async(std::launch::async, [&] {
+    return service_->Swap("fake", std::make_shared<FakeModel>("2"), BatcherOptions{});
+  });
+  ASSERT_TRUE(testing::WaitUntil([&] { return service_->ServedVersion("fake") == "2"; },
+                                 std::chrono::seconds(20)));
+  // New requests reach version 2 while version 1 still holds one in flight.
+  EXPECT_EQ(VersionOf(Infer(Ones(1), false)), "2");
+  EXPECT_EQ(swap.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  model_->set_open(true);
+  EXPECT_EQ(VersionOf(held.get()), "1");  // drained, not failed
+  ASSERT_OK(swap.get());
+  ASSERT_OK_AND_ASSIGN(nlohmann::json meta, client_->JsonCall("GET", "/v2/models/fake", nullptr));
+  EXPECT_EQ(meta["versions"], nlohmann::json::array({"2"}));
+  ASSERT_OK_AND_ASSIGN(http::Response gone, client_->Get("/v2/models/fake/versions/1/ready"));
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_THAT(service_->MetricsText(), Not(HasSubstr("version=\"1\"")));
+  // Swapping in the version that serves already changes nothing.
+  ASSERT_OK(service_->Swap("fake", std::make_shared<FakeModel>("2"), BatcherOptions{}));
+  EXPECT_EQ(VersionOf(Infer(Ones(1), false)), "2");
+}
+
+TEST_F(ServiceTest, TheCanaryTakesItsShareByRequestId) {
+  ASSERT_OK(service_->Swap("fake", std::make_shared<FakeModel>("2"), BatcherOptions{},
+                           Service::Role::kCanary));
+  ASSERT_OK(service_->SetCanaryPercent("fake", 30));
+  EXPECT_EQ(service_->ServedVersion("fake", Service::Role::kCanary), "2");
+  std::map<std::string, int> by_version;
+  std::map<std::string, std::string> first_answer;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 100; ++i) {
+      InferRequest request = Ones(1);
+      request.id = "request-" + std::to_string(i);
+      const std::string version = VersionOf(Infer(request, false));
+      if (round == 0) {
+        ++by_version[version];
+        first_answer[request.id] = version;
+      } else {
+        EXPECT_EQ(version, first_answer[request.id]) << request.id << " changed version";
+      }
+    }
+  }
+  EXPECT_EQ(by_version["1"] + by_version["2"], 100);
+  EXPECT_GE(by_version["2"], 18);  // 30% of 100 ids, by a hash
+  EXPECT_LE(by_version["2"], 42);
+  // Per-version metrics: both rounds counted where they were answered.
+  const std::string metrics = service_->MetricsText();
+  EXPECT_THAT(metrics, HasSubstr("nv_inference_request_success{model=\"fake\",version=\"2\"} " +
+                                 std::to_string(2 * by_version["2"])));
+  EXPECT_THAT(metrics, HasSubstr("nv_inference_request_success{model=\"fake\",version=\"1\"} " +
+                                 std::to_string(2 * by_version["1"])));
+  // A named version is never rerouted; 0% sends nothing to the canary.
+  InferRequest request = Ones(1);
+  EXPECT_EQ(VersionOf(Infer(request, false, "/v2/models/fake/versions/2/infer")), "2");
+  ASSERT_OK(service_->SetCanaryPercent("fake", 0));
+  for (int i = 0; i < 20; ++i) {
+    request.id = "request-" + std::to_string(i);
+    EXPECT_EQ(VersionOf(Infer(request, false)), "1");
+  }
+  // Promoted: the canary becomes the primary and version 1 is unloaded.
+  ASSERT_OK(service_->Swap("fake", std::make_shared<FakeModel>("2"), BatcherOptions{}));
+  EXPECT_EQ(service_->ServedVersion("fake", Service::Role::kCanary), "");
+  ASSERT_OK_AND_ASSIGN(nlohmann::json meta, client_->JsonCall("GET", "/v2/models/fake", nullptr));
+  EXPECT_EQ(meta["versions"], nlohmann::json::array({"2"}));
+  EXPECT_TRUE(meta["parameters"]["canary"].is_null());
+}
+
+TEST_F(ServiceTest, RequestsWithoutIdsAreSpreadByArrival) {
+  ASSERT_OK(service_->Swap("fake", std::make_shared<FakeModel>("2"), BatcherOptions{},
+                           Service::Role::kCanary));
+  ASSERT_OK(service_->SetCanaryPercent("fake", 50));
+  ASSERT_OK_AND_ASSIGN(nlohmann::json meta, client_->JsonCall("GET", "/v2/models/fake", nullptr));
+  EXPECT_EQ(meta["parameters"]["canary"]["version"], "2");
+  EXPECT_EQ(meta["parameters"]["canary"]["percent"], 50);
+  std::map<std::string, int> by_version;
+  InferRequest request = Ones(1);
+  request.id.clear();
+  for (int i = 0; i < 60; ++i) ++by_version[VersionOf(Infer(request, false))];
+  EXPECT_GE(by_version["2"], 15);
+  EXPECT_GE(by_version["1"], 15);
+  ASSERT_OK(service_->RemoveCanary("fake"));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(VersionOf(Infer(request, false)), "1");
+}
+
+TEST_F(ServiceTest, CanaryMistakesAreRefused) {
+  EXPECT_STATUS(service_->SetCanaryPercent("fake", 101), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(service_->SetCanaryPercent("nope", 10), StatusCode::kNotFound);
+  EXPECT_STATUS(service_->RemoveCanary("fake"), StatusCode::kNotFound);
+  EXPECT_STATUS(service_->Swap("nope", std::make_shared<FakeModel>("2"), BatcherOptions{},
+                               Service::Role::kCanary),
+                StatusCode::kNotFound);
+  BatcherOptions bad;
+  bad.max_batch = 0;
+  EXPECT_FALSE(service_->Swap("fake", std::make_shared<FakeModel>("3"), bad).ok());
+  EXPECT_EQ(service_->ServedVersion("fake"), "1");  // a failed swap leaves the old version
 }
 
 }  // namespace
