@@ -3,13 +3,19 @@
 //   reel serve [NAME=]URI ... [--host H] [--port N] [--max-batch N] [--max-delay-us N]
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
 //              [--http-threads N] [--registry URI] [--config F] [--token-file F]
-//              [--allow-uri-prefix P ...]
+//              [--allow-uri-prefix P ...] [--canary [NAME=]URI] [--canary-percent P]
+//              [--poll-interval S]
 //
 // URI: models:/name@alias or models:/name/4 (the registry), a run folder, a checkpoint, a
 // .safetensors file (with --config) or a TorchScript file (serve/model.h). NAME defaults to the
 // registered model's name or the file's stem. Prints "listening on http://ADDRESS" as its first
 // line (with --port 0, the port it picked), then one line per model; serves until SIGINT or
 // SIGTERM, then stops accepting, answers the requests in flight and exits 0.
+//
+// A model served from an alias or branch (models:/name@production) follows it: every
+// --poll-interval seconds the reference is resolved, and a new version is loaded, warmed up and
+// swapped in while the old one drains (serve/follower.h). --canary serves a second version of a
+// model to --canary-percent of its requests, chosen by request id; it follows its alias too.
 //
 // Cores are never oversubscribed by default: instances × LibTorch threads = the cores, and
 // OpenMP's threads sleep instead of spinning between batches (OMP_WAIT_POLICY=PASSIVE, unless
@@ -31,11 +37,15 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "registry/model_uri.h"
+#include "registry/views.h"
+#include "serve/follower.h"
 #include "serve/model.h"
 #include "serve/service.h"
 
 namespace reel::cli {
 namespace {
+
+using serve::Service;
 
 constexpr std::string_view kServe = "reel serve";
 
@@ -49,6 +59,9 @@ struct ServeFlags {
   std::string registry, config, token_file;
   std::vector<std::string> allowed_uri_prefixes;
   double max_request_mb = 64;
+  std::vector<std::string> canaries;
+  int canary_percent = 10;
+  double poll_interval_s = 5;
 };
 
 struct ModelArg {
@@ -108,21 +121,60 @@ int ComputeThreads(const ServeFlags& f) {
   return std::max(1, cores / f.instances);
 }
 
-Status LoadModels(const ServeFlags& f, serve::Service* service) {
+// Loads one [NAME=]URI and puts it in `role`; a moving reference is handed to the follower.
+Status Serve(const ServeFlags& f, const std::string& arg, Service::Role role,
+             serve::Service* service, serve::Follower* follower) {
   serve::LoadOptions load;
   load.registry = f.registry;
   load.config = f.config;
-  for (const std::string& arg : f.models) {
-    REEL_ASSIGN_OR_RETURN(ModelArg m, ParseModelArg(arg));
-    REEL_ASSIGN_OR_RETURN(std::unique_ptr<serve::Model> model, serve::LoadModel(m.source, load));
-    const serve::ModelInfo info = model->info();
-    const std::string name = m.name.empty() ? info.name : m.name;
+  REEL_ASSIGN_OR_RETURN(ModelArg m, ParseModelArg(arg));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<serve::Model> model, serve::LoadModel(m.source, load));
+  const serve::ModelInfo info = model->info();
+  const std::string name = m.name.empty() ? info.name : m.name;
+  if (role == Service::Role::kPrimary) {
     REEL_RETURN_IF_ERROR(service->AddModel(name, std::move(model), Batching(f)));
-    std::fprintf(stderr, "model %s version %s: %s (%s, %lld classes) from %s\n", name.c_str(),
-                 info.version.c_str(), info.architecture.c_str(), info.platform.c_str(),
-                 static_cast<long long>(info.num_classes()), info.source.c_str());
+  } else {
+    REEL_RETURN_IF_ERROR(service->Swap(name, std::move(model), Batching(f), role));
+    REEL_RETURN_IF_ERROR(service->SetCanaryPercent(name, f.canary_percent));
+  }
+  const bool follows = f.poll_interval_s > 0 && serve::IsMovingReference(m.source);
+  if (follows) follower->Add({name, m.source, role, Batching(f), info.version});
+  std::fprintf(stderr, "model %s version %s%s: %s (%s, %lld classes) from %s%s\n", name.c_str(),
+               info.version.c_str(), role == Service::Role::kCanary ? " (canary)" : "",
+               info.architecture.c_str(), info.platform.c_str(),
+               static_cast<long long>(info.num_classes()), info.source.c_str(),
+               follows ? (", following " + m.source).c_str() : "");
+  return Status::Ok();
+}
+
+Status LoadModels(const ServeFlags& f, serve::Service* service, serve::Follower* follower) {
+  for (const std::string& arg : f.models) {
+    REEL_RETURN_IF_ERROR(Serve(f, arg, Service::Role::kPrimary, service, follower));
+  }
+  for (const std::string& arg : f.canaries) {
+    REEL_RETURN_IF_ERROR(Serve(f, arg, Service::Role::kCanary, service, follower));
   }
   return Status::Ok();
+}
+
+// The follower's view of the registry: opened on first use, from the follower's thread only.
+serve::ResolveFn RegistryResolver(const std::string& configured) {
+  auto registry = std::make_shared<std::unique_ptr<registry::Registry>>();
+  return [registry, configured](const std::string& uri) -> Result<int64_t> {
+    if (!*registry) {
+      REEL_ASSIGN_OR_RETURN(*registry,
+                            registry::OpenRegistry(registry::RegistryUriOrDefault(configured), ""));
+    }
+    REEL_ASSIGN_OR_RETURN(registry::ModelRef ref, registry::ParseModelUri(uri));
+    REEL_ASSIGN_OR_RETURN(registry::VersionId id, (*registry)->Resolve(ref));
+    return id.version;
+  };
+}
+
+serve::LoadFn RegistryLoader(const ServeFlags& f) {
+  serve::LoadOptions load;
+  load.registry = f.registry;
+  return [load](const std::string& uri) { return serve::LoadModel(uri, load); };
 }
 
 int RunModelServer(const ServeFlags& f) {
@@ -133,7 +185,8 @@ int RunModelServer(const ServeFlags& f) {
   options.max_request_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
   options.allowed_uri_prefixes = f.allowed_uri_prefixes;
   serve::Service service(options);
-  if (Status s = LoadModels(f, &service); !s.ok()) return Fail(kServe, s);
+  serve::Follower follower(&service, RegistryResolver(f.registry), RegistryLoader(f));
+  if (Status s = LoadModels(f, &service, &follower); !s.ok()) return Fail(kServe, s);
   http::Router router;
   if (Status s = service.AddRoutes(&router); !s.ok()) return Fail(kServe, s);
   http::ServerOptions server_options;
@@ -155,7 +208,11 @@ int RunModelServer(const ServeFlags& f) {
       "compute: %d instance(s) x %d LibTorch thread(s), OMP_WAIT_POLICY=%s; %d HTTP threads\n",
       f.instances, ComputeThreads(f), wait_policy ? wait_policy : "(unset)", f.http_threads);
   std::fflush(stdout);
+  if (f.poll_interval_s > 0) {
+    follower.Start(std::chrono::milliseconds(static_cast<int64_t>(f.poll_interval_s * 1000)));
+  }
   std::fprintf(stderr, "reel serve: %s, stopping\n", WaitForStopSignal(stop));
+  follower.Stop();  // no swap starts while the server drains
   (*server)->Shutdown();
   service.Shutdown();
   return 0;
@@ -212,6 +269,17 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                     "a folder or store URI the 'uri' input may read videos from (repeatable)");
   serve->add_option("--token-file", f->token_file,
                     "bearer tokens, one per line; every path but /v2/health needs one");
+  serve
+      ->add_option("--canary", f->canaries,
+                   "[NAME=]URI: a second version of a served model for a share of its requests")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  serve->add_option("--canary-percent", f->canary_percent, "the canaries' share (default 10)")
+      ->check(CLI::Range(0, 100));
+  serve
+      ->add_option("--poll-interval", f->poll_interval_s,
+                   "seconds between checks of followed aliases (default 5; 0: never)")
+      ->check(CLI::Range(0.0, 86400.0));
   serve->callback([f, exit_code] { *exit_code = RunModelServer(*f); });
 }
 
