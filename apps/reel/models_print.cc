@@ -1,9 +1,8 @@
 #include "apps/reel/models_print.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
+#include "base/files.h"
 #include "base/progress.h"
 #include "registry/views.h"
 
@@ -38,20 +37,6 @@ std::string Parents(const VersionInfo& v) {
 
 std::string OrNone(const std::optional<int64_t>& v) {
   return v ? std::to_string(*v) : std::string("-");
-}
-
-Status WriteAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) return UnavailableError("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return UnavailableError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
 }
 
 // A config `reel eval` can read: the version's own, else the model section alone.
@@ -244,10 +229,11 @@ Status ExportVersion(const VersionInfo& v, const models::SafetensorsFile& weight
   fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot create " + dir + ": " + ec.message());
   REEL_ASSIGN_OR_RETURN(std::string bytes, models::WriteSafetensors(weights));
-  REEL_RETURN_IF_ERROR(WriteAtomically(dir + "/config.yaml", ExportConfig(v)));
-  REEL_RETURN_IF_ERROR(WriteAtomically(dir + "/version.json", registry::VersionJson(v).dump(2)));
+  REEL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/config.yaml", ExportConfig(v)));
+  REEL_RETURN_IF_ERROR(
+      WriteFileAtomically(dir + "/version.json", registry::VersionJson(v).dump(2)));
   // Last: its presence marks a complete export.
-  return WriteAtomically(dir + "/model.safetensors", bytes);
+  return WriteFileAtomically(dir + "/model.safetensors", bytes);
 }
 
 }  // namespace reel::cli

@@ -1,5 +1,6 @@
 #include "base/strings.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace reel {
@@ -18,6 +19,19 @@ std::string PrintableForMessage(std::string_view s, size_t max_bytes) {
   }
   if (s.size() > max_bytes) out += "...";
   return out;
+}
+
+std::optional<int64_t> ParseInt64(std::string_view s) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (error != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return value;
+}
+
+std::string FormatDouble(double value) {
+  char buf[32];
+  const auto [end, error] = std::to_chars(buf, buf + sizeof buf, value);
+  return error == std::errc() ? std::string(buf, end) : std::to_string(value);
 }
 
 }  // namespace reel

@@ -1,8 +1,10 @@
-// Small string helpers for messages.
+// Small string helpers: for messages, and numbers read and written exactly.
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,5 +13,11 @@ namespace reel {
 // `s` made safe to quote in an error message: printable ASCII kept, other bytes as \xNN, cut
 // after `max_bytes` bytes with "..." appended.
 std::string PrintableForMessage(std::string_view s, size_t max_bytes = 200);
+
+// A whole decimal integer ("-12"); nullopt for anything else, spaces and overflow included.
+std::optional<int64_t> ParseInt64(std::string_view s);
+
+// The shortest text that reads back as `value` ("0.1", "5", "1e-07").
+std::string FormatDouble(double value);
 
 }  // namespace reel
