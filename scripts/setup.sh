@@ -3,8 +3,8 @@
 # skipped, so a second run takes a second.
 #   scripts/setup.sh          what building `reel` and running the main job needs (scripts/run.sh)
 #   scripts/setup.sh --tests  that, plus what the tests need: GoogleTest, the Python peers of the
-#                             parity tests, a single-host Ceph cluster and a Slurm cluster
-#                             (scripts/test.sh)
+#                             parity tests, a single-host Ceph cluster and a Slurm cluster, node
+#                             and tools/k8s-validate's npm packages (scripts/test.sh)
 set -euo pipefail
 
 RUN_PACKAGES=(
@@ -42,14 +42,38 @@ TEST_PACKAGES=(
   postgresql-15
   # formatting and lint checks
   clang-format clang-tidy
+  # load for `reel serve`'s hot-reload test (no failed request while a version swaps)
+  wrk
+  # `reel serve --emit-k8s`'s objects checked against the Kubernetes API schema, offline
+  # (tools/k8s-validate; npm is added below)
+  nodejs
 )
 
 packages=("${RUN_PACKAGES[@]}")
+tests=0
 case "${1:-}" in
-  --tests) packages+=("${TEST_PACKAGES[@]}") ;;
+  --tests) packages+=("${TEST_PACKAGES[@]}"); tests=1 ;;
   "") ;;
   *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 3 ;;
 esac
+# Debian's npm, unless the node installed brings its own (NodeSource's nodejs does, and conflicts
+# with Debian's npm package).
+if ((tests)) && ! command -v npm > /dev/null; then
+  packages+=(npm)
+fi
 
 bash "$(dirname "$0")/install-packages.sh" "${packages[@]}"
+
+# tools/k8s-validate's packages, exactly as its package-lock.json pins them; installed again only
+# when the lock file has changed since (a stamp in node_modules holds its hash).
+if ((tests)); then
+  k8s_validate="$(cd "$(dirname "$0")/.." && pwd)/tools/k8s-validate"
+  lock_hash=$(sha256sum < "$k8s_validate/package-lock.json")
+  stamp="$k8s_validate/node_modules/.reel-lock-sha256"
+  if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
+    echo "installing tools/k8s-validate's npm packages (npm ci)"
+    (cd "$k8s_validate" && npm ci --no-audit --no-fund --loglevel=error > /dev/null)
+    echo "$lock_hash" > "$stamp"
+  fi
+fi
 echo "setup: all dependencies present"

@@ -170,6 +170,19 @@ assert len(got) == 5 and all(abs(a - b) < 1e-4 for a, b in zip(want, got)), (wan
 PY
 stop_server
 
+# --- Kubernetes objects, checked against the API schema offline ------------------------------
+check "--emit-k8s writes the objects and serves nothing" "$REEL" serve models:/tiny@production \
+  --emit-k8s "$WORK/k8s.yaml" --image registry.example/reel:1 --replicas 1:3 --max-batch 4
+check "... a Deployment, Service, autoscaler 1..3 and budget, valid for the Kubernetes API" bash -c \
+  "node '$SRC/tools/k8s-validate/validate.mjs' '$WORK/k8s.yaml' > '$WORK/k8s.check' && [ \$(grep -c '^ok ' '$WORK/k8s.check') -eq 4 ] && grep -q 'maxReplicas: 3' '$WORK/k8s.yaml'"
+check "... the pod serves the same models with the same flags" bash -c \
+  "grep -q 'models:/tiny@production' '$WORK/k8s.yaml' && grep -A1 -- '--max-batch' '$WORK/k8s.yaml' | grep -q '\"4\"'"
+check "... and finds the same registry" grep -q "$WORK/registry" "$WORK/k8s.yaml"
+check "--emit-k8s without --image: exit 3" bash -c \
+  "'$REEL' serve models:/tiny@production --emit-k8s - > /dev/null 2>&1; [ \$? -eq 3 ]"
+check "--replicas 3:1: exit 3" bash -c \
+  "'$REEL' serve models:/tiny@production --emit-k8s - --image i --replicas 3:1 > /dev/null 2>&1; [ \$? -eq 3 ]"
+
 # --- bad command lines: one line, the README's exit codes, nothing served -------------------
 check "a missing file: exit 2" bash -c "'$REEL' serve '$WORK/nope.pt' --port 0 > /dev/null 2> '$WORK/e'; [ \$? -eq 2 ] && [ \$(wc -l < '$WORK/e') -eq 1 ]"
 echo "not torchscript" > "$WORK/junk.pt"

@@ -4,7 +4,9 @@
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
 //              [--http-threads N] [--registry URI] [--config F] [--token-file F]
 //              [--allow-uri-prefix P ...] [--canary [NAME=]URI] [--canary-percent P]
-//              [--poll-interval S]
+//              [--poll-interval S] [--replicas MIN:MAX]
+//   reel serve [NAME=]URI ... --emit-k8s FILE --image IMAGE [--k8s-name N] [--cpu C]
+//              [--memory M] [--token-secret S] [serving flags]
 //
 // URI: models:/name@alias or models:/name/4 (the registry), a run folder, a checkpoint, a
 // .safetensors file (with --config) or a TorchScript file (serve/model.h). NAME defaults to the
@@ -16,6 +18,10 @@
 // --poll-interval seconds the reference is resolved, and a new version is loaded, warmed up and
 // swapped in while the old one drains (serve/follower.h). --canary serves a second version of a
 // model to --canary-percent of its requests, chosen by request id; it follows its alias too.
+//
+// --emit-k8s writes the Kubernetes objects that serve the same models with the same flags
+// (serve/k8s.h: Deployment, Service, HorizontalPodAutoscaler over --replicas, disruption budget)
+// to FILE ("-": standard output) and exits without serving.
 //
 // Cores are never oversubscribed by default: instances × LibTorch threads = the cores, and
 // OpenMP's threads sleep instead of spinning between batches (OMP_WAIT_POLICY=PASSIVE, unless
@@ -39,6 +45,7 @@
 #include "registry/model_uri.h"
 #include "registry/views.h"
 #include "serve/follower.h"
+#include "serve/k8s.h"
 #include "serve/model.h"
 #include "serve/service.h"
 
@@ -62,6 +69,9 @@ struct ServeFlags {
   std::vector<std::string> canaries;
   int canary_percent = 10;
   double poll_interval_s = 5;
+  std::string replicas = "1:1";
+  // --emit-k8s
+  std::string emit_k8s, image, k8s_name = "reel-serve", cpu = "2", memory = "4Gi", token_secret;
 };
 
 struct ModelArg {
@@ -177,7 +187,72 @@ serve::LoadFn RegistryLoader(const ServeFlags& f) {
   return [load](const std::string& uri) { return serve::LoadModel(uri, load); };
 }
 
+// "MIN:MAX", or "N" for N:N.
+Result<std::pair<int, int>> ParseReplicas(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string low = text.substr(0, colon);
+  const std::string high = colon == std::string::npos ? low : text.substr(colon + 1);
+  const std::optional<int64_t> min = ParseInt64(low), max = ParseInt64(high);
+  if (!min || !max || *min < 1 || *max < *min || *max > 10000) {
+    return InvalidArgumentError("--replicas '" + text +
+                                "': want MIN:MAX with 1 <= MIN <= MAX, or one count");
+  }
+  return std::make_pair(static_cast<int>(*min), static_cast<int>(*max));
+}
+
+// The `reel serve` arguments a pod runs: the models and every flag that shapes serving.
+std::vector<std::string> PodArgs(const ServeFlags& f) {
+  std::vector<std::string> args = f.models;
+  const auto flag = [&](const char* name, const std::string& value) {
+    args.insert(args.end(), {name, value});
+  };
+  flag("--max-batch", std::to_string(f.max_batch));
+  flag("--max-delay-us", std::to_string(f.max_delay_us));
+  for (int p : f.preferred) flag("--preferred-batch", std::to_string(p));
+  flag("--instances", std::to_string(f.instances));
+  if (f.threads > 0) flag("--threads", std::to_string(f.threads));
+  flag("--max-queue", std::to_string(f.max_queue));
+  flag("--http-threads", std::to_string(f.http_threads));
+  flag("--max-request-mb", FormatDouble(f.max_request_mb));
+  if (!f.registry.empty()) flag("--registry", f.registry);
+  if (!f.config.empty()) flag("--config", f.config);
+  for (const std::string& p : f.allowed_uri_prefixes) flag("--allow-uri-prefix", p);
+  for (const std::string& c : f.canaries) flag("--canary", c);
+  if (!f.canaries.empty()) flag("--canary-percent", std::to_string(f.canary_percent));
+  flag("--poll-interval", FormatDouble(f.poll_interval_s));
+  return args;
+}
+
+Status EmitK8sObjects(const ServeFlags& f) {
+  if (f.image.empty()) {
+    return InvalidArgumentError("--emit-k8s needs --image: the container image holding reel");
+  }
+  serve::K8sOptions k;
+  k.name = f.k8s_name;
+  k.image = f.image;
+  k.args = PodArgs(f);
+  if (f.port != 0) k.port = f.port;
+  REEL_ASSIGN_OR_RETURN(std::tie(k.min_replicas, k.max_replicas), ParseReplicas(f.replicas));
+  k.min_available = k.min_replicas > 1 ? 1 : 0;  // one pod alone must not block a node drain
+  k.cpu = f.cpu;
+  k.memory = f.memory;
+  k.token_secret = f.token_secret;
+  // models:/ URIs in the pod need the registry this shell names, unless --registry does.
+  const char* registry = std::getenv("REEL_REGISTRY_URI");
+  if (f.registry.empty() && registry) k.env.emplace_back("REEL_REGISTRY_URI", registry);
+  REEL_ASSIGN_OR_RETURN(std::string yaml, serve::EmitK8s(k));
+  if (f.emit_k8s == "-") {
+    std::fputs(yaml.c_str(), stdout);
+    return Status::Ok();
+  }
+  return WriteFileAtomically(f.emit_k8s, yaml);
+}
+
 int RunModelServer(const ServeFlags& f) {
+  if (!f.emit_k8s.empty()) {
+    const Status s = EmitK8sObjects(f);
+    return s.ok() ? 0 : Fail(kServe, s);
+  }
   const sigset_t stop = BlockStopSignals();
   if (Status s = Batching(f).Validate(); !s.ok()) return Fail(kServe, s);
   serve::SetComputeThreads(ComputeThreads(f));
@@ -280,6 +355,15 @@ void RegisterServe(CLI::App& app, int* exit_code) {
       ->add_option("--poll-interval", f->poll_interval_s,
                    "seconds between checks of followed aliases (default 5; 0: never)")
       ->check(CLI::Range(0.0, 86400.0));
+  serve->add_option("--replicas", f->replicas, "MIN:MAX pods for --emit-k8s's autoscaler (1:1)");
+  serve->add_option("--emit-k8s", f->emit_k8s,
+                    "write Kubernetes objects serving these models to FILE ('-': stdout), exit");
+  serve->add_option("--image", f->image, "--emit-k8s: the container image holding reel");
+  serve->add_option("--k8s-name", f->k8s_name, "--emit-k8s: the objects' name (reel-serve)");
+  serve->add_option("--cpu", f->cpu, "--emit-k8s: CPU request and limit per pod (2)");
+  serve->add_option("--memory", f->memory, "--emit-k8s: memory request and limit per pod (4Gi)");
+  serve->add_option("--token-secret", f->token_secret,
+                    "--emit-k8s: a Secret whose 'tokens' key is mounted as --token-file");
   serve->callback([f, exit_code] { *exit_code = RunModelServer(*f); });
 }
 
