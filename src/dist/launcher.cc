@@ -1,19 +1,16 @@
 #include "dist/launcher.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include "base/logging.h"
-
-extern char** environ;
+#include "base/subprocess.h"
 
 namespace reel::dist {
 namespace {
@@ -31,58 +28,22 @@ struct Worker {
   int status = 0;
 };
 
-// The environment of one worker: ours, minus the variables we set, plus them.
+// The environment of one worker: ours, with the variables the launcher sets replaced.
 std::vector<std::string> WorkerEnvironment(const LaunchOptions& o, int local_rank, int generation,
                                            int port) {
-  static const char* kOwned[] = {"RANK=",
-                                 "WORLD_SIZE=",
-                                 "LOCAL_RANK=",
-                                 "LOCAL_WORLD_SIZE=",
-                                 "GROUP_RANK=",
-                                 "MASTER_ADDR=",
-                                 "MASTER_PORT=",
-                                 "REEL_AGENT_STORE=",
-                                 "REEL_RESTART_GENERATION=",
-                                 "TORCHELASTIC_RESTART_COUNT="};
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    bool owned = false;
-    for (const char* prefix : kOwned)
-      owned = owned || std::strncmp(*e, prefix, std::strlen(prefix)) == 0;
-    if (!owned) env.emplace_back(*e);
-  }
   const int rank = o.node_rank * o.nproc + local_rank;
-  env.emplace_back("RANK=" + std::to_string(rank));
-  env.emplace_back("WORLD_SIZE=" + std::to_string(o.nnodes * o.nproc));
-  env.emplace_back("LOCAL_RANK=" + std::to_string(local_rank));
-  env.emplace_back("LOCAL_WORLD_SIZE=" + std::to_string(o.nproc));
-  env.emplace_back("GROUP_RANK=" + std::to_string(o.node_rank));
-  env.emplace_back("MASTER_ADDR=" + o.master_addr);
-  env.emplace_back("MASTER_PORT=" + std::to_string(port));
-  env.emplace_back("REEL_AGENT_STORE=1");
-  env.emplace_back("REEL_RESTART_GENERATION=" + std::to_string(generation));
-  env.emplace_back("TORCHELASTIC_RESTART_COUNT=" + std::to_string(generation));
-  return env;
-}
-
-Result<pid_t> Spawn(const std::vector<std::string>& argv_strings,
-                    const std::vector<std::string>& env_strings) {
-  // Built before fork: the child only calls async-signal-safe functions.
-  std::vector<char*> argv, envp;
-  for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the launcher died before prctl took effect
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
+  return CurrentEnvironment({
+      "RANK=" + std::to_string(rank),
+      "WORLD_SIZE=" + std::to_string(o.nnodes * o.nproc),
+      "LOCAL_RANK=" + std::to_string(local_rank),
+      "LOCAL_WORLD_SIZE=" + std::to_string(o.nproc),
+      "GROUP_RANK=" + std::to_string(o.node_rank),
+      "MASTER_ADDR=" + o.master_addr,
+      "MASTER_PORT=" + std::to_string(port),
+      "REEL_AGENT_STORE=1",
+      "REEL_RESTART_GENERATION=" + std::to_string(generation),
+      "TORCHELASTIC_RESTART_COUNT=" + std::to_string(generation),
+  });
 }
 
 std::string Describe(const Worker& w) {
@@ -142,7 +103,7 @@ class Launcher {
       std::vector<std::string> argv = o_.worker_argv;
       if (generation > 0) argv.insert(argv.end(), o_.restart_args.begin(), o_.restart_args.end());
       for (int local = 0; local < o_.nproc; ++local) {
-        auto pid = Spawn(argv, WorkerEnvironment(o_, local, generation, port_));
+        auto pid = SpawnProcess(argv, WorkerEnvironment(o_, local, generation, port_));
         if (!pid.ok()) {
           StopAll(workers, o_.stop_grace_s);
           return pid.status();

@@ -1,0 +1,52 @@
+#include "base/subprocess.h"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+extern char** environ;
+
+namespace reel {
+
+Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
+                           const std::vector<std::string>& env_strings,
+                           const SpawnOptions& options) {
+  // Built before fork: the child only calls async-signal-safe functions.
+  std::vector<char*> argv, envp;
+  for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    if (options.stdout_fd >= 0 && dup2(options.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  const auto overridden = [&](const std::string& entry) {
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    for (const std::string& o : overrides) {
+      if (o.compare(0, name.size(), name) == 0) return true;
+    }
+    return false;
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!overridden(*e)) env.emplace_back(*e);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+}  // namespace reel

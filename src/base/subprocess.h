@@ -1,0 +1,27 @@
+// Starting child processes that must not outlive this one (training workers, serving replicas).
+// Thread-safety: SpawnProcess may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace reel {
+
+struct SpawnOptions {
+  int stdout_fd = -1;  // >= 0: becomes the child's standard output (the caller closes its copy)
+};
+
+// Runs argv[0] (a path) with `argv` and `env` ("NAME=value" each). The child is killed when this
+// process dies (PR_SET_PDEATHSIG), even if that happens while it starts. A program that cannot
+// be executed exits 127 in the child. Errors: Internal when fork fails.
+Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
+                           const std::vector<std::string>& env, const SpawnOptions& options = {});
+
+// This process's environment as "NAME=value" strings, with `overrides` replacing or adding.
+std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides = {});
+
+}  // namespace reel
