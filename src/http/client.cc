@@ -144,7 +144,8 @@ struct Client::Impl {
   }
 
   Result<BeastRequest> Build(std::string_view method, std::string_view target,
-                             std::string_view body, std::string_view content_type) const;
+                             std::string_view body, std::string_view content_type,
+                             const Headers& extra) const;
   Status Connect(Clock::time_point deadline, const std::string& what);
   Attempt Exchange(const BeastRequest& request, Clock::time_point deadline,
                    const std::string& what);
@@ -167,8 +168,8 @@ struct Client::Impl {
 };
 
 Result<BeastRequest> Client::Impl::Build(std::string_view method, std::string_view target,
-                                         std::string_view body,
-                                         std::string_view content_type) const {
+                                         std::string_view body, std::string_view content_type,
+                                         const Headers& extra) const {
   if (!IsToken(method)) {
     return InvalidArgumentError("bad HTTP method '" + PrintableForMessage(method) + "'");
   }
@@ -192,11 +193,13 @@ Result<BeastRequest> Client::Impl::Build(std::string_view method, std::string_vi
   if (!options.bearer_token.empty()) {
     request.set(bhttp::field::authorization, "Bearer " + options.bearer_token);
   }
-  for (const auto& [name, value] : options.headers) {
-    if (!IsToken(name) || HasControlChars(value)) {
-      return InvalidArgumentError("bad header '" + PrintableForMessage(name) + "'");
+  for (const Headers* headers : {&options.headers, &extra}) {
+    for (const auto& [name, value] : *headers) {
+      if (!IsToken(name) || HasControlChars(value)) {
+        return InvalidArgumentError("bad header '" + PrintableForMessage(name) + "'");
+      }
+      request.set(name, value);
     }
-    request.set(name, value);
   }
   if (!content_type.empty()) {
     if (HasControlChars(content_type)) return InvalidArgumentError("bad content type");
@@ -292,9 +295,15 @@ void Client::Close() { impl_->Drop(); }
 
 Result<Response> Client::Send(std::string_view method, std::string_view target,
                               std::string_view body, std::string_view content_type) {
+  return Send(method, target, body, content_type, Headers{});
+}
+
+Result<Response> Client::Send(std::string_view method, std::string_view target,
+                              std::string_view body, std::string_view content_type,
+                              const Headers& headers) {
   Impl& c = *impl_;
   const std::string what = std::string(method) + " " + c.base_url + PrintableForMessage(target);
-  REEL_ASSIGN_OR_RETURN(BeastRequest request, c.Build(method, target, body, content_type));
+  REEL_ASSIGN_OR_RETURN(BeastRequest request, c.Build(method, target, body, content_type, headers));
   const auto deadline = Clock::now() + c.options.timeout;
   try {
     for (int attempt = 0;; ++attempt) {

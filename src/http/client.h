@@ -52,6 +52,9 @@ class Client {
   // (already percent-encoded). `content_type` is sent when not empty. Any HTTP status is OK.
   Result<Response> Send(std::string_view method, std::string_view target,
                         std::string_view body = {}, std::string_view content_type = {});
+  // The same with `headers` added to (or replacing) the client's own for this call only.
+  Result<Response> Send(std::string_view method, std::string_view target, std::string_view body,
+                        std::string_view content_type, const Headers& headers);
   Result<Response> Get(std::string_view target) { return Send("GET", target); }
   Result<Response> Delete(std::string_view target) { return Send("DELETE", target); }
   Result<Response> Post(std::string_view target, std::string_view body,
