@@ -4,7 +4,8 @@
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
 //              [--http-threads N] [--registry URI] [--config F] [--token-file F]
 //              [--allow-uri-prefix P ...] [--canary [NAME=]URI] [--canary-percent P]
-//              [--poll-interval S] [--replicas MIN:MAX]
+//              [--poll-interval S] [--replicas MIN:MAX [--target-in-flight N]
+//              [--target-latency-ms MS] [--scale-period S] [--scale-down-window S]]
 //   reel serve [NAME=]URI ... --emit-k8s FILE --image IMAGE [--k8s-name N] [--cpu C]
 //              [--memory M] [--token-secret S] [serving flags]
 //
@@ -19,6 +20,10 @@
 // swapped in while the old one drains (serve/follower.h). --canary serves a second version of a
 // model to --canary-percent of its requests, chosen by request id; it follows its alias too.
 //
+// --replicas MIN:MAX (MAX > 1) runs a front on the address that balances over MIN..MAX worker
+// processes of this command and scales them by load (serve/front.h); each gets an equal share of
+// the cores (--threads), so at MAX replicas the cores are not oversubscribed.
+//
 // --emit-k8s writes the Kubernetes objects that serve the same models with the same flags
 // (serve/k8s.h: Deployment, Service, HorizontalPodAutoscaler over --replicas, disruption budget)
 // to FILE ("-": standard output) and exits without serving.
@@ -28,6 +33,7 @@
 // set), because a spinning thread steals the core the HTTP threads parse on.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -45,6 +51,7 @@
 #include "registry/model_uri.h"
 #include "registry/views.h"
 #include "serve/follower.h"
+#include "serve/front.h"
 #include "serve/k8s.h"
 #include "serve/model.h"
 #include "serve/service.h"
@@ -70,6 +77,7 @@ struct ServeFlags {
   int canary_percent = 10;
   double poll_interval_s = 5;
   std::string replicas = "1:1";
+  double target_in_flight = 4, target_latency_ms = 0, scale_period_s = 2, scale_down_window_s = 60;
   // --emit-k8s
   std::string emit_k8s, image, k8s_name = "reel-serve", cpu = "2", memory = "4Gi", token_secret;
 };
@@ -248,11 +256,78 @@ Status EmitK8sObjects(const ServeFlags& f) {
   return WriteFileAtomically(f.emit_k8s, yaml);
 }
 
+// This command again, as a replica: the same models and flags on a loopback port of its own.
+Result<std::vector<std::string>> ReplicaArgv(const ServeFlags& f, int threads) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return ErrnoToStatus(errno, "readlink /proc/self/exe");
+  std::vector<std::string> argv = {std::string(self, static_cast<size_t>(n)), "serve"};
+  for (std::string& a : PodArgs(f)) argv.push_back(std::move(a));
+  argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", "0"});
+  if (f.threads == 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
+  if (!f.token_file.empty()) argv.insert(argv.end(), {"--token-file", f.token_file});
+  return argv;
+}
+
+serve::FrontOptions FrontOptionsFor(const ServeFlags& f, std::pair<int, int> replicas) {
+  serve::FrontOptions o;
+  o.scale.min_replicas = replicas.first;
+  o.scale.max_replicas = replicas.second;
+  o.scale.target_in_flight = f.target_in_flight;
+  o.scale.target_latency_ms = f.target_latency_ms;
+  const auto ms = [](double s) {
+    return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  };
+  o.scale.scale_down_window = ms(f.scale_down_window_s);
+  o.period = ms(f.scale_period_s);
+  return o;
+}
+
+int RunFront(const ServeFlags& f, std::pair<int, int> replicas) {
+  const sigset_t stop = BlockStopSignals();
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads =
+      f.threads > 0 ? f.threads : std::max(1, cores / (replicas.second * f.instances));
+  Result<std::vector<std::string>> argv = ReplicaArgv(f, threads);
+  if (!argv.ok()) return Fail(kServe, argv.status());
+  const serve::StartReplicaFn start = [argv = *argv] {
+    return serve::StartProcessReplica(argv, std::chrono::minutes(5));
+  };
+  Result<std::unique_ptr<serve::Front>> front =
+      serve::Front::Start(FrontOptionsFor(f, replicas), start);
+  if (!front.ok()) return Fail(kServe, front.status());
+  http::Router router;
+  if (Status s = (*front)->AddRoutes(&router); !s.ok()) return Fail(kServe, s);
+  http::ServerOptions server_options;
+  server_options.host = f.host;
+  server_options.port = f.port;
+  server_options.threads = f.http_threads;
+  server_options.max_body_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
+  Result<std::unique_ptr<http::Server>> server =
+      http::Server::Start(server_options, std::move(router));
+  if (!server.ok()) return Fail(kServe, server.status());
+  std::printf("listening on %s\n", (*server)->url().c_str());
+  std::printf(
+      "front: %d..%d replicas, %d instance(s) x %d LibTorch thread(s) each, target %s "
+      "requests in flight per replica\n",
+      replicas.first, replicas.second, f.instances, threads,
+      FormatDouble(f.target_in_flight).c_str());
+  std::fflush(stdout);
+  (*front)->RunScaling();
+  std::fprintf(stderr, "reel serve: %s, stopping\n", WaitForStopSignal(stop));
+  (*server)->Shutdown();  // answers what the replicas still hold for it
+  (*front)->Shutdown();   // then each replica drains and exits
+  return 0;
+}
+
 int RunModelServer(const ServeFlags& f) {
   if (!f.emit_k8s.empty()) {
     const Status s = EmitK8sObjects(f);
     return s.ok() ? 0 : Fail(kServe, s);
   }
+  Result<std::pair<int, int>> replicas = ParseReplicas(f.replicas);
+  if (!replicas.ok()) return Fail(kServe, replicas.status());
+  if (replicas->second > 1) return RunFront(f, *replicas);
   const sigset_t stop = BlockStopSignals();
   if (Status s = Batching(f).Validate(); !s.ok()) return Fail(kServe, s);
   serve::SetComputeThreads(ComputeThreads(f));
@@ -355,7 +430,24 @@ void RegisterServe(CLI::App& app, int* exit_code) {
       ->add_option("--poll-interval", f->poll_interval_s,
                    "seconds between checks of followed aliases (default 5; 0: never)")
       ->check(CLI::Range(0.0, 86400.0));
-  serve->add_option("--replicas", f->replicas, "MIN:MAX pods for --emit-k8s's autoscaler (1:1)");
+  serve->add_option("--replicas", f->replicas,
+                    "MIN:MAX worker processes behind a front that scales them (or pods, with "
+                    "--emit-k8s; default 1:1)");
+  serve
+      ->add_option("--target-in-flight", f->target_in_flight,
+                   "--replicas: requests in flight per replica to scale toward (4)")
+      ->check(CLI::PositiveNumber);
+  serve
+      ->add_option("--target-latency-ms", f->target_latency_ms,
+                   "--replicas: mean latency to scale toward (default 0: not used)")
+      ->check(CLI::NonNegativeNumber);
+  serve
+      ->add_option("--scale-period", f->scale_period_s, "--replicas: seconds between decisions (2)")
+      ->check(CLI::PositiveNumber);
+  serve
+      ->add_option("--scale-down-window", f->scale_down_window_s,
+                   "--replicas: seconds of low load before scaling down (60)")
+      ->check(CLI::NonNegativeNumber);
   serve->add_option("--emit-k8s", f->emit_k8s,
                     "write Kubernetes objects serving these models to FILE ('-': stdout), exit");
   serve->add_option("--image", f->image, "--emit-k8s: the container image holding reel");
