@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +47,9 @@ struct Request {
   std::string body;
   std::map<std::string, std::string> params;  // route pattern captures, percent-decoded
   std::string peer;                           // "127.0.0.1:53412"
+  // True once the client has closed or reset its connection (the server fills it in; empty in
+  // requests built elsewhere). Cheap: one non-blocking peek at the socket.
+  std::function<bool()> client_gone;
 
   // The header's value, or "" when absent.
   std::string Header(std::string_view name) const;

@@ -14,8 +14,10 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -57,6 +59,16 @@ std::string EndpointText(const tcp::endpoint& endpoint) {
   const std::string host = endpoint.address().to_string();
   const std::string port = std::to_string(endpoint.port());
   return endpoint.address().is_v6() ? "[" + host + "]:" + port : host + ":" + port;
+}
+
+// Whether the peer of `fd` has closed (end of stream) or reset the connection. Bytes waiting
+// (a pipelined request) mean it is still there; nothing is consumed.
+bool PeerClosed(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;
+  if (n == 0) return true;
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 Request ToRequest(BeastRequest&& message, const std::string& peer) {
@@ -263,6 +275,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = message.keep_alive();
     const bool head = message.method() == bhttp::verb::head;
     Request request = ToRequest(std::move(message), peer_);
+    request.client_gone = [fd = stream_.socket().native_handle()] { return PeerClosed(fd); };
     const auto start = Clock::now();
     Response response = HandleTracked(&request, start);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -340,7 +340,8 @@ struct Service::Impl {
       served = FindFor(request, &parsed->id);  // the canary's share
       if (!served.ok()) return ErrorResponse(served.status());
     }
-    Result<Body> body = parsed.ok() ? InferOn(**served, *parsed) : Result<Body>(parsed.status());
+    Result<Body> body = parsed.ok() ? InferOn(**served, *parsed, request.client_gone)
+                                    : Result<Body>(parsed.status());
     (*served)->request_us += std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
@@ -363,7 +364,9 @@ struct Service::Impl {
     return ParseInferRequest(request.body, json_length);
   }
 
-  Result<Body> InferOn(Served& served, const InferRequest& parsed) const {
+  // `gone`: whether the client has left (may be empty); such a request is dropped before compute.
+  Result<Body> InferOn(Served& served, const InferRequest& parsed,
+                       const std::function<bool()>& gone) const {
     const ModelInfo& info = served.model->info();
     REEL_RETURN_IF_ERROR(CheckOutputs(parsed.outputs, info));
     REEL_RETURN_IF_ERROR(CheckInput(parsed, info));
@@ -382,14 +385,16 @@ struct Service::Impl {
         files.push_back(std::move(bytes));
       }
       batch = static_cast<int64_t>(files.size());
-      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, {files.begin(), files.end()}, deadline));
+      REEL_ASSIGN_OR_RETURN(logits,
+                            ScoreVideos(served, {files.begin(), files.end()}, deadline, gone));
     } else if (input.datatype == DataType::kBytes) {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> videos, input.Strings());
       batch = static_cast<int64_t>(videos.size());
-      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, videos, deadline));
+      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, videos, deadline, gone));
     } else {
       REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(input, info));
       work.deadline = deadline;
+      work.cancelled = gone;
       batch = work.n;
       REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
       logits = std::move(result.output);
@@ -402,13 +407,16 @@ struct Service::Impl {
   // (max_batch at a time) and their logits are averaged into the video's.
   static Result<std::vector<float>> ScoreVideos(Served& served,
                                                 const std::vector<std::string_view>& videos,
-                                                std::optional<Clock::TimePoint> deadline) {
+                                                std::optional<Clock::TimePoint> deadline,
+                                                const std::function<bool()>& gone) {
     const ModelInfo& info = served.model->info();
     const int64_t classes = info.num_classes();
     const int64_t max_batch = served.batcher->options().max_batch;
     if (videos.empty()) return InvalidArgumentError("input 'input' holds no video");
     std::vector<float> logits(videos.size() * static_cast<size_t>(classes), 0.f);
     for (size_t v = 0; v < videos.size(); ++v) {
+      if (gone && gone())
+        return CancelledError("the client went away before the video was decoded");
       const std::string name = "input element " + std::to_string(v);
       Result<VideoSamples> samples = VideoToSamples(videos[v], name, info.video);
       if (!samples.ok()) {
@@ -422,6 +430,7 @@ struct Service::Impl {
         work.input.assign(samples->input.begin() + first * size,
                           samples->input.begin() + (first + work.n) * size);
         work.deadline = deadline;
+        work.cancelled = gone;
         REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
         for (size_t i = 0; i < result.output.size(); ++i) {
           logits[v * classes + i % classes] += result.output[i] / samples->clips;
@@ -668,6 +677,12 @@ std::string Service::MetricsText() const {
       [&](const Served&, const BatcherStats& b) { return us(b.queue_time); });
   family({"nv_inference_compute_infer_duration_us", "counter", "Cumulative model execution time"},
          [&](const Served&, const BatcherStats& b) { return us(b.compute_time); });
+  family({"reel_inference_request_cancelled", "counter",
+          "Requests dropped before compute because the client went away"},
+         [](const Served&, const BatcherStats& b) { return std::to_string(b.cancelled); });
+  family({"reel_inference_request_expired", "counter",
+          "Requests whose timeout passed while they waited in the queue"},
+         [](const Served&, const BatcherStats& b) { return std::to_string(b.expired); });
   family({"nv_inference_pending_request_count", "gauge", "Requests waiting in the queue"},
          [](const Served&, const BatcherStats& b) { return std::to_string(b.queued); });
   // The batch-size histogram (Triton has none by that name): executions by samples per batch.

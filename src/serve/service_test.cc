@@ -2,14 +2,18 @@
 // small in-memory model; model_torch_test.cc loads real LibTorch models.
 #include "serve/service.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
 
+#include "base/unique_fd.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "serve/kserve.h"
@@ -61,9 +65,9 @@ class FakeModel : public Model {
     open_ = open;
     changed_.notify_all();
   }
-  bool WaitForCalls(int count) const {
+  bool WaitForCalls(int count, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const {
     std::unique_lock lock(mu_);
-    return changed_.wait_for(lock, std::chrono::seconds(20), [&] { return calls_ >= count; });
+    return changed_.wait_for(lock, timeout, [&] { return calls_ >= count; });
   }
 
  private:
@@ -266,6 +270,53 @@ TEST_F(ServiceTest, AFullQueueIs503WithRetryAfter) {
   ASSERT_OK_AND_ASSIGN(http::Response b, second.get());
   EXPECT_EQ(a.status, 200);
   EXPECT_EQ(b.status, 200);
+}
+
+TEST_F(ServiceTest, ARequestWhoseClientLeftIsDroppedBeforeCompute) {
+  BatcherOptions batching;
+  batching.max_batch = 1;
+  Start(batching);
+  model_->set_open(false);
+  auto first = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
+  ASSERT_TRUE(model_->WaitForCalls(1));
+  {
+    // Queued behind the first, from a raw socket that is closed while the request waits.
+    const Body body = EncodeInferRequest(Ones(1), false);
+    const std::string request =
+        "POST /v2/models/fake/infer HTTP/1.1\r\nHost: x\r\n"
+        "Content-Length: " +
+        std::to_string(body.bytes.size()) + "\r\n\r\n" + body.bytes;
+    UniqueFd fd(socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(send(fd.get(), request.data(), request.size(), 0),
+              static_cast<ssize_t>(request.size()));
+    ASSERT_TRUE(testing::WaitUntil(
+        [&] {
+          return service_->MetricsText().find(
+                     "nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1") !=
+                 std::string::npos;
+        },
+        std::chrono::seconds(20)));
+  }  // closed
+  model_->set_open(true);
+  ASSERT_OK_AND_ASSIGN(http::Response a, first.get());
+  EXPECT_EQ(a.status, 200);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return service_->MetricsText().find(
+                   "reel_inference_request_cancelled{model=\"fake\",version=\"1\"} 1") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(20)));
+  EXPECT_TRUE(model_->WaitForCalls(1));
+  ASSERT_OK_AND_ASSIGN(http::Response after, Infer(Ones(1), false));
+  EXPECT_EQ(after.status, 200);
+  EXPECT_TRUE(model_->WaitForCalls(2));  // the dropped request never reached the model
+  EXPECT_FALSE(model_->WaitForCalls(3, std::chrono::milliseconds(0)));
 }
 
 TEST_F(ServiceTest, MetricsCountRequestsAndBatches) {
