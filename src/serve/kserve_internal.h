@@ -1,0 +1,37 @@
+// Private to the KServe v2 codec (kserve.cc, kserve_parse.cc, kserve_elements.cc,
+// kserve_client.cc): the helpers that more than one of its files use. Nothing else includes it;
+// the codec's interface is kserve.h.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "serve/kserve.h"
+
+namespace reel::serve::internal {
+
+// A name as messages show it: quoted, printable, at most 100 characters.
+std::string Quoted(std::string_view name);
+// Appends a BYTES element's 4-byte little-endian length.
+void PutLength(std::string* out, uint32_t length);
+
+// InvalidArgument: a request simdjson could not read at `where`.
+Status Malformed(std::string_view where, simdjson::error_code error);
+// Reads an input's JSON "data" (flat or nested) into tensor->data as elements of its datatype:
+// InvalidArgument unless there are exactly `expected` of them.
+Status ReadJsonData(simdjson::ondemand::value data, int64_t expected, Tensor* tensor);
+
+// Whether a tensor's data has no JSON form (FP16, BF16, BYTES that are not UTF-8).
+bool NeedsBinary(const Tensor& t);
+// `message` with `key` set to the tensors, the data of those marked `binary` appended after the
+// JSON (the binary tensor extension).
+Body EncodeTensors(nlohmann::json message, const char* key, const std::vector<Tensor>& tensors,
+                   const std::vector<bool>& binary);
+
+}  // namespace reel::serve::internal
