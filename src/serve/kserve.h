@@ -75,13 +75,17 @@ struct RequestedOutput {
   std::optional<int> classification;  // parameters.classification: the top k as "score:index:label"
 };
 
+inline constexpr int kMaxClipsPerVideo = 256;
+
 struct InferRequest {
   std::string id;
   std::vector<Tensor> inputs;
   std::vector<RequestedOutput> outputs;  // empty: every output, as JSON unless binary_output
   bool binary_output = false;            // parameters.binary_data_output
-  // Optional request parameters Reel reads: a timeout, a canary key.
+  // Optional request parameters Reel reads.
   std::optional<int64_t> timeout_us;  // parameters.timeout (microseconds)
+  std::optional<int> clips;           // parameters.clips: clips a video is scored by (1..256)
+  bool timeline = false;              // parameters.timeline: each video's scores per clip too
 };
 
 struct InferResponse {

@@ -33,6 +33,8 @@ InferRequest ClipRequest() {
   request.outputs.push_back({"probabilities", true, std::nullopt});
   request.outputs.push_back({"labels", false, 3});
   request.timeout_us = 5000;
+  request.clips = 6;
+  request.timeline = true;
   return request;
 }
 
@@ -52,6 +54,8 @@ void ExpectSameRequest(const InferRequest& a, const InferRequest& b) {
     EXPECT_EQ(a.outputs[i].classification, b.outputs[i].classification);
   }
   EXPECT_EQ(a.timeout_us, b.timeout_us);
+  EXPECT_EQ(a.clips, b.clips);
+  EXPECT_EQ(a.timeline, b.timeline);
 }
 
 TEST(KServeCodec, JsonRequestRoundTrips) {
@@ -179,6 +183,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
                    "parameters":{"timeout":-4}})",
                    "timeout must be a non-negative integer"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
+                   "parameters":{"clips":0}})",
+                   "clips must be an integer from 1 to 256"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
+                   "parameters":{"timeline":"yes"}})",
+                   "timeline must be a bool"},
         BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],
                    "outputs":[{"name":"y","parameters":{"classification":0}}]})",
                    "classification must be a positive integer"}));

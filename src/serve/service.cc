@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/strings.h"
 #include "loader/clip_transform.h"
+#include "serve/infer_io.h"
 #include "serve/kserve.h"
 #include "storage/open.h"
 
@@ -27,10 +28,6 @@ using Json = nlohmann::json;
 using http::Request;
 using http::Response;
 
-constexpr const char* kInput = "input";
-constexpr const char* kUri = "uri";
-constexpr const char* kLogits = "logits";
-constexpr const char* kProbabilities = "probabilities";
 constexpr const char* kJsonLengthHeader = "Inference-Header-Content-Length";
 
 // One served version: its model, its batcher, the counters /metrics reports, and the requests
@@ -88,167 +85,6 @@ class Lease {
  private:
   std::shared_ptr<Served> served_;
 };
-
-// The batch size of `input`, whose shape must be sample_shape with or without a leading B.
-Result<int64_t> BatchOf(const Tensor& input, const ModelInfo& info) {
-  const std::vector<int64_t>& want = info.sample_shape;
-  const std::vector<int64_t>& got = input.shape;
-  if (got == want) return 1;
-  if (got.size() == want.size() + 1 && std::equal(want.begin(), want.end(), got.begin() + 1) &&
-      got[0] >= 1) {
-    return got[0];
-  }
-  return InvalidArgumentError("input '" + input.name + "' has shape " + ShapeText(got) +
-                              "; model '" + info.name + "' takes [B," + ShapeText(want).substr(1));
-}
-
-// Raw pixels to the model's input: (x / 255 - mean) / std per channel, with the mean and std
-// of the model's own evaluation transform.
-std::vector<float> NormalizeUint8(const std::string& bytes, const ModelInfo& info) {
-  const loader::TransformOptions& transform = info.video.transform;
-  const int64_t channels = info.sample_shape[0];
-  const int64_t plane = info.sample_size() / channels;
-  std::vector<float> out(bytes.size());
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const size_t c = static_cast<size_t>((static_cast<int64_t>(i) / plane) % channels) % 3;
-    const float x = static_cast<float>(static_cast<uint8_t>(bytes[i])) / 255.f;
-    out[i] = (x - transform.mean[c]) / transform.std[c];
-  }
-  return out;
-}
-
-Status CheckInput(const InferRequest& request, const ModelInfo& info) {
-  const bool one = request.inputs.size() == 1;
-  const std::string name = one ? request.inputs[0].name : "";
-  if (!one || (name != kInput && name != kUri)) {
-    return InvalidArgumentError(
-        "model '" + info.name + "' takes one input, 'input' or 'uri'; the request has " +
-        std::to_string(request.inputs.size()) +
-        (request.inputs.empty() ? "" : " ('" + request.inputs[0].name + "')"));
-  }
-  const DataType type = request.inputs[0].datatype;
-  if (name == kUri && type != DataType::kBytes) {
-    return InvalidArgumentError("input 'uri' must be BYTES (one URI or path per video)");
-  }
-  if (type != DataType::kFp32 && type != DataType::kUint8 && type != DataType::kBytes) {
-    return InvalidArgumentError(
-        "input 'input' must be FP32 or UINT8 pixels or BYTES (encoded "
-        "videos), not " +
-        std::string(DataTypeName(type)));
-  }
-  return Status::Ok();
-}
-
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
-// A local path made absolute and without "..", so that a prefix check means what it says.
-std::string Normalized(std::string_view uri) {
-  if (uri.find("://") != std::string_view::npos) return std::string(uri);
-  return std::filesystem::absolute(std::filesystem::path(uri)).lexically_normal().string();
-}
-
-// The bytes of a video named by URI or path, when it lies under an allowed prefix.
-Result<std::string> ReadAllowed(std::string_view uri, const std::vector<std::string>& prefixes) {
-  if (prefixes.empty()) {
-    return PermissionDeniedError("this server reads no URIs (start it with --allow-uri-prefix)");
-  }
-  const std::string normal = Normalized(uri);
-  const bool allowed = normal.find("/../") == std::string::npos && !EndsWith(normal, "/..") &&
-                       std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
-                         return normal.rfind(Normalized(p), 0) == 0;
-                       });
-  if (!allowed) {
-    return PermissionDeniedError("'" + PrintableForMessage(uri, 200) +
-                                 "' is outside the prefixes this server may read");
-  }
-  REEL_ASSIGN_OR_RETURN(storage::ObjectLocation object, storage::OpenObjectUri(normal));
-  return object.store->Get(object.key);
-}
-
-// A pixel tensor as one piece of batcher work.
-Result<BatchWork> TensorWork(const Tensor& input, const ModelInfo& info) {
-  BatchWork work;
-  REEL_ASSIGN_OR_RETURN(work.n, BatchOf(input, info));
-  if (input.datatype == DataType::kUint8) {
-    work.input = NormalizeUint8(input.data, info);
-  } else {
-    work.input.resize(input.data.size() / sizeof(float));
-    std::memcpy(work.input.data(), input.data.data(), work.input.size() * sizeof(float));
-  }
-  return work;
-}
-
-Status CheckOutputs(const std::vector<RequestedOutput>& outputs, const ModelInfo& info) {
-  for (const RequestedOutput& o : outputs) {
-    if (o.name != kLogits && o.name != kProbabilities) {
-      return InvalidArgumentError("model '" + info.name + "' has no output '" + o.name +
-                                  "' (it has 'logits' and 'probabilities')");
-    }
-  }
-  return Status::Ok();
-}
-
-std::vector<float> Softmax(const std::vector<float>& logits, int64_t classes) {
-  std::vector<float> out(logits.size());
-  for (size_t row = 0; row < logits.size() / static_cast<size_t>(classes); ++row) {
-    const float* in = logits.data() + row * classes;
-    float* p = out.data() + row * classes;
-    const float top = *std::max_element(in, in + classes);
-    double sum = 0;
-    for (int64_t k = 0; k < classes; ++k) sum += p[k] = std::exp(in[k] - top);
-    for (int64_t k = 0; k < classes; ++k) p[k] = static_cast<float>(p[k] / sum);
-  }
-  return out;
-}
-
-// The classification extension: each row's top k as "score:index:label", best first.
-Tensor Classification(const std::string& name, const std::vector<float>& scores, int64_t batch,
-                      int k, const ModelInfo& info) {
-  const int64_t classes = info.num_classes();
-  const int64_t top = std::min<int64_t>(k, classes);
-  std::vector<std::string> labels;
-  for (int64_t row = 0; row < batch; ++row) {
-    const float* s = scores.data() + row * classes;
-    std::vector<int64_t> order(static_cast<size_t>(classes));
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                      [&](int64_t a, int64_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
-    for (int64_t i = 0; i < top; ++i) {
-      char score[32];
-      std::snprintf(score, sizeof(score), "%.6g", s[order[i]]);
-      labels.push_back(std::string(score) + ":" + std::to_string(order[i]) + ":" +
-                       info.class_names[static_cast<size_t>(order[i])]);
-    }
-  }
-  Tensor t = MakeBytesTensor(name, labels);
-  t.shape = {batch, top};
-  return t;
-}
-
-InferResponse ResponseFor(const InferRequest& request, const Served& served,
-                          const std::vector<float>& logits, int64_t batch) {
-  const ModelInfo& info = served.model->info();
-  InferResponse response;
-  response.model_name = served.name;
-  response.model_version = info.version;
-  response.id = request.id;
-  std::vector<RequestedOutput> wanted = request.outputs;
-  if (wanted.empty())
-    wanted = {{kLogits, false, std::nullopt}, {kProbabilities, false, std::nullopt}};
-  const std::vector<int64_t> shape = {batch, info.num_classes()};
-  for (const RequestedOutput& o : wanted) {
-    const std::vector<float> values =
-        o.name == kLogits ? logits : Softmax(logits, info.num_classes());
-    if (o.classification) {
-      response.outputs.push_back(Classification(o.name, values, batch, *o.classification, info));
-    } else {
-      response.outputs.push_back(MakeTensor(o.name, DataType::kFp32, shape, values));
-    }
-  }
-  return response;
-}
 
 Response ErrorResponse(const Status& status) {
   if (status.code() == StatusCode::kResourceExhausted) {
@@ -368,15 +204,21 @@ struct Service::Impl {
   Result<Body> InferOn(Served& served, const InferRequest& parsed,
                        const std::function<bool()>& gone) const {
     const ModelInfo& info = served.model->info();
-    REEL_RETURN_IF_ERROR(CheckOutputs(parsed.outputs, info));
-    REEL_RETURN_IF_ERROR(CheckInput(parsed, info));
-    std::optional<Clock::TimePoint> deadline;
+    REEL_RETURN_IF_ERROR(CheckRequest(parsed, info));
+    VideoScoring how;
     if (parsed.timeout_us) {
-      deadline = Clock::System()->Now() + std::chrono::microseconds(*parsed.timeout_us);
+      how.deadline = Clock::System()->Now() + std::chrono::microseconds(*parsed.timeout_us);
     }
-    const Tensor& input = parsed.inputs[0];
-    std::vector<float> logits;
-    int64_t batch = 0;
+    how.gone = gone;
+    how.clips = parsed.clips.value_or(0);
+    how.timeline = WantsTimeline(parsed);
+    REEL_ASSIGN_OR_RETURN(Scores scores, Score(served, parsed.inputs[0], how));
+    return EncodeInferResponse(ResponseFor(parsed, served.name, info, scores), parsed.outputs,
+                               parsed.binary_output);
+  }
+
+  Result<Scores> Score(Served& served, const Tensor& input, const VideoScoring& how) const {
+    const ModelInfo& info = served.model->info();
     if (input.name == kUri) {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> uris, input.Strings());
       std::vector<std::string> files;
@@ -384,60 +226,20 @@ struct Service::Impl {
         REEL_ASSIGN_OR_RETURN(std::string bytes, ReadAllowed(uri, options.allowed_uri_prefixes));
         files.push_back(std::move(bytes));
       }
-      batch = static_cast<int64_t>(files.size());
-      REEL_ASSIGN_OR_RETURN(logits,
-                            ScoreVideos(served, {files.begin(), files.end()}, deadline, gone));
-    } else if (input.datatype == DataType::kBytes) {
+      return ScoreVideos(*served.batcher, info, {files.begin(), files.end()}, how);
+    }
+    if (input.datatype == DataType::kBytes) {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> videos, input.Strings());
-      batch = static_cast<int64_t>(videos.size());
-      REEL_ASSIGN_OR_RETURN(logits, ScoreVideos(served, videos, deadline, gone));
-    } else {
-      REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(input, info));
-      work.deadline = deadline;
-      work.cancelled = gone;
-      batch = work.n;
-      REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
-      logits = std::move(result.output);
+      return ScoreVideos(*served.batcher, info, videos, how);
     }
-    InferResponse response = ResponseFor(parsed, served, logits, batch);
-    return EncodeInferResponse(response, parsed.outputs, parsed.binary_output);
-  }
-
-  // Each video decoded here, on the request's thread, as clips; the clips run through the batcher
-  // (max_batch at a time) and their logits are averaged into the video's.
-  static Result<std::vector<float>> ScoreVideos(Served& served,
-                                                const std::vector<std::string_view>& videos,
-                                                std::optional<Clock::TimePoint> deadline,
-                                                const std::function<bool()>& gone) {
-    const ModelInfo& info = served.model->info();
-    const int64_t classes = info.num_classes();
-    const int64_t max_batch = served.batcher->options().max_batch;
-    if (videos.empty()) return InvalidArgumentError("input 'input' holds no video");
-    std::vector<float> logits(videos.size() * static_cast<size_t>(classes), 0.f);
-    for (size_t v = 0; v < videos.size(); ++v) {
-      if (gone && gone())
-        return CancelledError("the client went away before the video was decoded");
-      const std::string name = "input element " + std::to_string(v);
-      Result<VideoSamples> samples = VideoToSamples(videos[v], name, info.video);
-      if (!samples.ok()) {
-        return InvalidArgumentError(
-            name + " is not a video the server can decode: " + samples.status().message());
-      }
-      const int64_t size = info.sample_size();
-      for (int64_t first = 0; first < samples->clips; first += max_batch) {
-        BatchWork work;
-        work.n = std::min(max_batch, samples->clips - first);
-        work.input.assign(samples->input.begin() + first * size,
-                          samples->input.begin() + (first + work.n) * size);
-        work.deadline = deadline;
-        work.cancelled = gone;
-        REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
-        for (size_t i = 0; i < result.output.size(); ++i) {
-          logits[v * classes + i % classes] += result.output[i] / samples->clips;
-        }
-      }
-    }
-    return logits;
+    REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(input, info));
+    work.deadline = how.deadline;
+    work.cancelled = how.gone;
+    Scores scores;
+    scores.batch = work.n;
+    REEL_ASSIGN_OR_RETURN(BatchResult result, served.batcher->Run(std::move(work)));
+    scores.logits = std::move(result.output);
+    return scores;
   }
 
   Response Metadata(const Request& request) const {

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/files.h"
 #include "base/unique_fd.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -362,6 +363,42 @@ TEST_F(ServiceTest, TheUriInputReadsOnlyUnderAllowedPrefixes) {
                          client_->Post("/v2/models/fake/infer", UriRequest(outside)));
     EXPECT_EQ(refused.status, 403) << outside << " -> " << refused.body;
   }
+}
+
+TEST_F(ServiceTest, ATimelineScoresEachClipOfAVideo) {
+  const char* root = std::getenv("REEL_SOURCE_DIR");
+  const std::string path = std::string(root ? root : ".") + "/testdata/videos/mmaction2_test.mp4";
+  ASSERT_OK_AND_ASSIGN(std::string video, ReadFileToString(path));
+  InferRequest request;
+  request.id = "long";
+  request.inputs.push_back(MakeBytesTensor("input", {video}));
+  request.clips = 3;
+  request.timeline = true;
+  ASSERT_OK_AND_ASSIGN(http::Response answer, Infer(request, true));
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  ASSERT_OK_AND_ASSIGN(InferResponse response, ParseInferResponse(answer.body, std::nullopt));
+  ASSERT_EQ(response.outputs.size(), 3u);  // logits, probabilities, timeline
+  const Tensor& timeline = response.outputs[2];
+  EXPECT_EQ(timeline.name, "timeline");
+  EXPECT_EQ(timeline.shape, (std::vector<int64_t>{1}));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string_view> videos, timeline.Strings());
+  const nlohmann::json clips = nlohmann::json::parse(videos.at(0));
+  ASSERT_EQ(clips.size(), 3u);
+  double previous_start = -1;
+  const std::vector<float> logits = Floats(response.outputs[0]);
+  for (const nlohmann::json& clip : clips) {
+    EXPECT_GT(clip["start_s"].get<double>(), previous_start);  // in order, spread out
+    EXPECT_GT(clip["end_s"].get<double>(), clip["start_s"].get<double>());
+    previous_start = clip["start_s"].get<double>();
+    EXPECT_EQ(clip["label"], model_->info().class_names.at(clip["index"].get<size_t>()));
+    EXPECT_GT(clip["score"].get<double>(), 0.3);  // the best of three classes
+  }
+  // A tensor input has no clips to lay out.
+  InferRequest pixels = Ones(1);
+  pixels.timeline = true;
+  ASSERT_OK_AND_ASSIGN(http::Response refused, Infer(pixels, false));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_THAT(refused.body, HasSubstr("a timeline needs a video input"));
 }
 
 TEST_F(ServiceTest, ShutdownTurnsReadinessOff) {

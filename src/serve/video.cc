@@ -54,11 +54,12 @@ Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view nam
   cut.max_clips_per_video = settings.clips;
   VideoSamples samples;
   // The frames go straight from the decoder to the transform: no payload is encoded.
-  const auto sample = [&](const ingest::CutVideo&, const ingest::PlannedClip&,
+  const auto sample = [&](const ingest::CutVideo&, const ingest::PlannedClip& planned,
                           std::vector<media::Frame> frames) -> Status {
     if (frames.empty()) return Status::Ok();
     REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
     ++samples.clips;
+    samples.spans.push_back({planned.start_s, planned.end_s});
     return Status::Ok();
   };
   REEL_RETURN_IF_ERROR(

@@ -32,9 +32,15 @@ struct VideoSettings {
 // object); fields it lacks keep their values in `settings`.
 void ApplyManifestClipSettings(const nlohmann::json& clip_settings, ingest::ClipSettings* settings);
 
+struct ClipSpan {
+  double start_s = 0;  // the clip's first frame, and one frame past its last, in the video
+  double end_s = 0;
+};
+
 struct VideoSamples {
   std::vector<float> input;  // clips × sample_size floats
   int64_t clips = 0;
+  std::vector<ClipSpan> spans;  // one per clip
 };
 
 // `bytes`: a whole video file (any container and codec FFmpeg reads). `name` appears in errors.
