@@ -1,33 +1,50 @@
 // serve_bench: `reel serve`'s service (the KServe v2 routes, the batcher, the HTTP layer) against
-// the limit it serves, the same model's raw in-process forward pass.
+// the limit it serves, the same model's raw in-process forward pass, and against a peer server
+// (bench/fastapi_serve_peer.py: FastAPI + uvicorn + PyTorch) on the same model and requests.
 //
 // The model is the main job's R(2+1)D (configs/synthetic.yaml's model section, random weights
-// saved as a .safetensors file and loaded through serve::LoadModel as `reel serve` loads it).
-// Clients are threads in this process, each with its own keep-alive connection, sending
-// [1, 3, 8, 112, 112] FP32 clips (a 1.9 MB JSON body, or 1.2 MB with the binary extension) in a
-// closed loop. Printed: throughput, p50 and p99 per setting; the ratio to raw forward
-// throughput at the same batch size; the request overhead (latency at concurrency 1 minus the
-// forward pass); and what dynamic batching buys at concurrency 16.
+// saved as a .safetensors file and loaded through serve::LoadModel as `reel serve` loads it), or
+// with --model the TorchScript export of that very model (bench/run_serve_bench.sh makes it from
+// the weights --write-model writes), which is what the peer serves.
 //
-//   serve_bench [--seconds S] [--threads N]
+// The load generator (bench/serve_load.h) is one thread of this process: an epoll loop over
+// keep-alive connections sending [1, 3, 8, 112, 112] FP32 clips (JSON or the binary extension)
+// or an encoded video, in a closed loop (`concurrency` connections) or an open loop (Poisson
+// arrivals, latency from the scheduled arrival: no coordinated omission).
+// Printed: throughput, p50 and p99 per setting; the ratio to raw forward throughput at the same
+// batch size; the request overhead (latency at concurrency 1 minus the forward pass); what
+// dynamic batching buys at concurrency 16; then Reel (`reel serve`'s default batching) and the
+// peer side by side at concurrency 1…64, with encoded video, and under open-loop arrivals.
+//
+//   serve_bench [--seconds S] [--threads N] [--model FILE.pt] [--peer-url URL] [--peer-model M]
+//               [--video FILE] [--concurrency 1,4,16,64] [--video-concurrency 1,4]
+//               [--rate R,...] [--requests N] [--seed S]
+//   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
+//
+// --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
+// throughput. --requests: per rate; default rate × seconds (at least 20).
 //
 // OpenMP: run it with OMP_WAIT_POLICY=PASSIVE (bench/run_serve_bench.sh does), as reel serve
-// runs; the setting and the thread counts are printed.
+// runs; the setting and the thread counts are printed (the peer's as its /v2 reports them).
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "base/random.h"
+#include "bench/serve_load.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "models/model_spec.h"
@@ -40,15 +57,89 @@
 
 namespace {
 
-using namespace reel;  // NOLINT(google-build-using-namespace): a benchmark's main file
+using namespace reel;         // NOLINT(google-build-using-namespace): a benchmark's main file
+using namespace reel::bench;  // NOLINT(google-build-using-namespace)
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kFrames = 8, kSize = 112;
+constexpr int kServerThreads = 72;  // io threads of the in-process server: concurrency 64 + spare
 
-[[noreturn]] void Die(const std::string& what, const Status& status) {
-  std::fprintf(stderr, "serve_bench: %s: %s\n", what.c_str(), status.ToString().c_str());
-  std::exit(1);
+// ---- flags -----------------------------------------------------------------------------------
+
+// "1,4,16" as numbers, each read by `parse` (std::atoi, std::atof).
+template <class T, class Parse>
+std::vector<T> List(const std::string& text, Parse parse) {
+  std::vector<T> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(parse(item.c_str()));
+  return out;
 }
+
+struct Flags {
+  double seconds = 10;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string write_model, model, peer_url, peer_model = "bench", video;
+  std::vector<int> concurrency = {1, 4, 16, 64}, video_concurrency = {1, 4};
+  std::vector<double> rates;
+  size_t requests = 0;
+  uint64_t seed = 1;
+};
+
+// Sets `flag` to `value`; false for an unknown flag.
+bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
+  if (flag == "--seconds") {
+    f->seconds = std::atof(value.c_str());
+  } else if (flag == "--threads") {
+    f->threads = std::atoi(value.c_str());
+  } else if (flag == "--write-model") {
+    f->write_model = value;
+  } else if (flag == "--model") {
+    f->model = value;
+  } else if (flag == "--peer-url") {
+    f->peer_url = value;
+  } else if (flag == "--peer-model") {
+    f->peer_model = value;
+  } else if (flag == "--video") {
+    f->video = value;
+  } else if (flag == "--concurrency") {
+    f->concurrency = List<int>(value, std::atoi);
+  } else if (flag == "--video-concurrency") {
+    f->video_concurrency = List<int>(value, std::atoi);
+  } else if (flag == "--rate") {
+    f->rates = List<double>(value, std::atof);
+  } else if (flag == "--requests") {
+    f->requests = static_cast<size_t>(std::atoll(value.c_str()));
+  } else if (flag == "--seed") {
+    f->seed = static_cast<uint64_t>(std::atoll(value.c_str()));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void CheckFlags(const Flags& f) {
+  if (f.seconds <= 0 || f.threads < 1) Die("--seconds and --threads must be positive");
+  for (int c : f.concurrency)
+    if (c < 1) Die("--concurrency: positive counts");
+  for (int c : f.video_concurrency)
+    if (c < 1) Die("--video-concurrency: positive counts");
+  for (double r : f.rates)
+    if (!(r > 0)) Die("--rate: positive rates");
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) Die(flag + " needs a value");
+    if (!SetFlag(&f, flag, argv[i + 1])) {
+      Die("unknown flag " + flag + " (see the top of bench/serve_bench.cc)");
+    }
+  }
+  CheckFlags(f);
+  return f;
+}
+
+// ---- the bench model and the rows against its raw forward pass -------------------------------
 
 // The main job's model with random weights, as a safetensors file and config `reel serve` reads.
 std::string WriteModel(const std::string& dir) {
@@ -69,15 +160,44 @@ std::string WriteModel(const std::string& dir) {
   return dir + "/bench.safetensors";
 }
 
-struct Figures {
-  double per_second = 0;  // samples
-  double p50_ms = 0, p99_ms = 0;
-};
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double{a[i]} - b[i]));
+  return d;
+}
 
-double Percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(q * values.size()))];
+double MaxAbs(const std::vector<float>& a) {
+  double m = 0;
+  for (float v : a) m = std::max(m, std::abs(double{v}));
+  return m;
+}
+
+// The TorchScript export of the bench model: what the peer serves. Its logits must be the
+// native model's (it was exported from the weights WriteModel writes).
+std::shared_ptr<serve::Model> LoadExport(const std::string& path, const serve::LoadOptions& load,
+                                         const serve::Model& native) {
+  auto script = serve::LoadModel(path, load);
+  if (!script.ok()) Die("load " + path, script.status());
+  const std::vector<float> clip = Clip();
+  auto a = native.Forward(clip.data(), 1);
+  auto b = (*script)->Forward(clip.data(), 1);
+  if (!a.ok() || !b.ok()) Die("forward", a.ok() ? b.status() : a.status());
+  std::printf("model: %s (%s); max |logit diff| to the native model with the same weights %.2g\n",
+              path.c_str(), (*script)->info().platform.c_str(), MaxAbsDiff(*a, *b));
+  return std::move(*script);
+}
+
+// The bench model written to `dir` and loaded as `reel serve` loads it, or its export (--model).
+std::shared_ptr<serve::Model> LoadBenchModel(const Flags& f, const std::string& dir) {
+  serve::LoadOptions load;
+  load.config = dir + "/bench.yaml";
+  auto loaded = serve::LoadModel(WriteModel(dir), load);
+  if (!loaded.ok()) Die("load", loaded.status());
+  std::shared_ptr<serve::Model> model = std::move(*loaded);
+  if (!f.model.empty()) return LoadExport(f.model, load, *model);
+  std::printf("model: %s (%s)\n", model->info().source.c_str(), model->info().platform.c_str());
+  return model;
 }
 
 // Raw in-process forward passes of `batch` samples for `seconds`.
@@ -90,60 +210,15 @@ Figures RawForward(const serve::Model& model, int64_t batch, double seconds) {
     const auto t0 = Clock::now();
     auto out = model.Forward(input.data(), batch);
     if (!out.ok()) Die("forward", out.status());
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    ms.push_back(Ms(Clock::now() - t0));
   }
   double total = 0;
   for (double m : ms) total += m;
-  return {1000.0 * batch * ms.size() / total, Percentile(ms, 0.5), Percentile(ms, 0.99)};
+  return {1000.0 * batch * ms.size() / total, Percentile(ms, 0.5), Percentile(ms, 0.99), 0,
+          ms.size()};
 }
 
-serve::Body ClipBody(bool binary) {
-  std::vector<float> clip(static_cast<size_t>(3 * kFrames * kSize * kSize));
-  Rng rng(7);
-  // Two decimals, as a client rounding normalised pixels would send: a 1.9 MB JSON body.
-  for (float& v : clip) v = static_cast<float>(std::round(rng.Uniform(-2, 2) * 100) / 100);
-  serve::InferRequest request;
-  request.inputs.push_back(
-      serve::MakeTensor("input", serve::DataType::kFp32, {1, 3, kFrames, kSize, kSize}, clip));
-  request.outputs.push_back({"probabilities", false, std::nullopt});
-  return serve::EncodeInferRequest(request, binary);
-}
-
-// `concurrency` clients in a closed loop for `seconds`.
-Figures Load(const std::string& url, const serve::Body& body, int concurrency, double seconds) {
-  std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
-  std::atomic<int> failures{0};
-  const auto start = Clock::now();
-  const auto end = start + std::chrono::duration<double>(seconds);
-  std::vector<std::thread> clients;
-  for (int c = 0; c < concurrency; ++c) {
-    clients.emplace_back([&, c] {
-      http::ClientOptions options;
-      if (body.json_length) {
-        options.headers["Inference-Header-Content-Length"] = std::to_string(*body.json_length);
-      }
-      auto client = http::Client::Make(url, options);
-      if (!client.ok()) Die("client", client.status());
-      while (Clock::now() < end) {
-        const auto t0 = Clock::now();
-        auto answer = client->Post("/v2/models/bench/infer", body.bytes);
-        if (!answer.ok() || answer->status != 200) {
-          ++failures;
-          continue;
-        }
-        latencies[c].push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      }
-    });
-  }
-  for (auto& t : clients) t.join();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  if (failures > 0) std::fprintf(stderr, "serve_bench: %d failed requests\n", failures.load());
-  return {all.size() / elapsed, Percentile(all, 0.5), Percentile(all, 0.99)};
-}
-
+// `reel serve`'s service and HTTP layer in this process, serving the model as "bench".
 struct Server {
   std::unique_ptr<serve::Service> service;
   std::unique_ptr<http::Server> http;
@@ -160,7 +235,7 @@ Server StartServer(std::shared_ptr<serve::Model> model, int max_batch, int delay
   http::Router router;
   if (Status st = s.service->AddRoutes(&router); !st.ok()) Die("routes", st);
   http::ServerOptions options;
-  options.threads = 72;
+  options.threads = kServerThreads;
   auto http = http::Server::Start(options, std::move(router));
   if (!http.ok()) Die("server", http.status());
   s.http = std::move(*http);
@@ -179,33 +254,262 @@ double ParseMs(const serve::Body& body, int n) {
     auto parsed = serve::ParseInferRequest(body.bytes, body.json_length);
     if (!parsed.ok()) Die("parse", parsed.status());
   }
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / n;
+  return Ms(Clock::now() - t0) / n;
+}
+
+// The server at batch 1, JSON and binary bodies at concurrency 1, 4 and 16, and the request
+// overhead at concurrency 1.
+void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body& json,
+                  const serve::Body& binary, const Figures& raw1, double seconds) {
+  Server s = StartServer(model, 1, 0);
+  for (int c : {1, 4, 16}) {
+    const Figures fj = Load(s.http->url(), json, c, seconds);
+    const Figures fb = Load(s.http->url(), binary, c, seconds);
+    const std::string j = "server, JSON, batch 1, concurrency " + std::to_string(c);
+    const std::string b = "server, binary, batch 1, concurrency " + std::to_string(c);
+    PrintRow(j.c_str(), fj, raw1.per_second);
+    PrintRow(b.c_str(), fb, raw1.per_second);
+    if (c == 1) {
+      std::printf(
+          "request overhead at concurrency 1 (p50 - raw p50): JSON %.2f ms, binary %.2f ms\n",
+          fj.p50_ms - raw1.p50_ms, fb.p50_ms - raw1.p50_ms);
+    }
+  }
+}
+
+// The server with dynamic batching (<= 8, 20 ms) at concurrency 16 against raw batch 8.
+void DynamicBatchRow(const std::shared_ptr<serve::Model>& model, const serve::Body& binary,
+                     const Figures& raw1, const Figures& raw8, double seconds) {
+  Server s = StartServer(model, 8, 20'000);
+  const Figures dyn = Load(s.http->url(), binary, 16, seconds);
+  PrintRow("server, binary, dynamic batch <=8, conc. 16", dyn, raw1.per_second);
+  std::printf("dynamic batching: %.3fx raw batch-8 forward throughput\n",
+              dyn.per_second / raw8.per_second);
+}
+
+// ---- Reel against the peer -------------------------------------------------------------------
+
+// A server under test: its name in the tables and where it is.
+struct Target {
+  std::string label;
+  Endpoint endpoint;
+};
+
+// "max |diff| D (of max |logit| M)" for one request sent to both servers.
+std::string Agreement(const Target& a, const Target& b, const serve::Body& body) {
+  const std::vector<float> la = Logits(a.endpoint, body), lb = Logits(b.endpoint, body);
+  char text[96];
+  std::snprintf(text, sizeof(text), "max |diff| %.2g (of max |logit| %.2g)", MaxAbsDiff(la, lb),
+                MaxAbs(la));
+  return text;
+}
+
+struct Pair {
+  Figures reel, peer;
+  bool has_peer = false;
+};
+
+void PrintPairHeader(const char* first, const char* unit, bool has_peer) {
+  std::printf("  %-12s  %-38s", first, "Reel (reel serve batching)");
+  if (has_peer) std::printf("  %-38s  %s", "FastAPI + uvicorn + PyTorch", "Reel/FastAPI");
+  std::printf("\n  %-12s  %9s %9s %9s %8s", "", unit, "p50 ms", "p99 ms", "answers");
+  if (has_peer) {
+    std::printf("  %9s %9s %9s %8s  %6s %6s", unit, "p50 ms", "p99 ms", "answers", "thr", "p99");
+  }
+  std::printf("\n");
+}
+
+void PrintPair(const std::string& first, const Pair& p) {
+  std::printf("  %-12s  %9.2f %9.1f %9.1f %8zu", first.c_str(), p.reel.per_second, p.reel.p50_ms,
+              p.reel.p99_ms, p.reel.requests);
+  if (p.has_peer) {
+    std::printf("  %9.2f %9.1f %9.1f %8zu  %5.2fx %5.2fx", p.peer.per_second, p.peer.p50_ms,
+                p.peer.p99_ms, p.peer.requests,
+                p.peer.per_second > 0 ? p.reel.per_second / p.peer.per_second : 0,
+                p.peer.p99_ms > 0 ? p.reel.p99_ms / p.peer.p99_ms : 0);
+  }
+  if (p.reel.failures || p.peer.failures) {
+    std::printf("  (failed: Reel %d, peer %d)", p.reel.failures, p.peer.failures);
+  }
+  std::printf("\n");
+}
+
+// The peer's /v2 metadata (its thread settings), for the record.
+std::string PeerMetadata(const std::string& url) {
+  auto client = http::Client::Make(url);
+  if (!client.ok()) Die("client", client.status());
+  auto answer = client->Get("/v2");
+  if (!answer.ok()) Die("peer " + url, answer.status());
+  return answer->body;
+}
+
+constexpr int kCompareMaxBatch = 8, kCompareMaxDelayUs = 0;  // reel serve's defaults
+
+// The servers the comparison drives: Reel (`reel`) first, then the peer when there is one.
+std::vector<Target> Targets(const Flags& f, const Server& reel) {
+  std::vector<Target> targets = {{"Reel", MakeEndpoint(reel.http->url(), "bench")}};
+  if (!f.peer_url.empty()) targets.push_back({"FastAPI", MakeEndpoint(f.peer_url, f.peer_model)});
+  return targets;
+}
+
+void PrintCompareSetup(const Flags& f, bool has_peer) {
+  std::printf(
+      "\nReel vs peer. Reel: this process, max batch %d, max delay %d us, 1 instance, %d io "
+      "threads (reel serve's defaults), LibTorch threads %d.\n",
+      kCompareMaxBatch, kCompareMaxDelayUs, kServerThreads, at::get_num_threads());
+  if (has_peer) std::printf("peer %s: %s\n", f.peer_url.c_str(), PeerMetadata(f.peer_url).c_str());
+  std::printf("load generator: 1 thread (epoll), keep-alive connections; %g s per row\n",
+              f.seconds);
+}
+
+// Both answer the same request alike? (The same TorchScript: equal up to float noise; video:
+// each decodes and cuts on its own.)
+void PrintAgreement(const Flags& f, const std::vector<Target>& targets) {
+  std::printf("same request, both servers' logits: JSON clip %s",
+              Agreement(targets[0], targets[1], ClipBody(false, "logits")).c_str());
+  if (!f.video.empty()) {
+    std::printf("; video %s",
+                Agreement(targets[0], targets[1], VideoBody(f.video, "logits")).c_str());
+  }
+  std::printf("\n");
+}
+
+// The HTTP message of an inference request with `body` to each target.
+std::vector<std::string> Requests(const std::vector<Target>& targets, const serve::Body& body) {
+  std::vector<std::string> requests;
+  requests.reserve(targets.size());
+  for (const Target& t : targets) requests.push_back(HttpRequest(t.endpoint, body));
+  return requests;
+}
+
+// Closed loop at each of `levels` (concurrency): one driver per server, warmed up first.
+std::vector<Pair> Sweep(const std::vector<Target>& targets, const serve::Body& body,
+                        const std::vector<int>& levels, double seconds) {
+  const std::vector<std::string> requests = Requests(targets, body);
+  std::vector<Pair> rows(levels.size());
+  for (size_t t = 0; t < targets.size(); ++t) {
+    Driver driver(targets[t].endpoint, requests[t]);
+    (void)driver.Closed(1, 1e9, 3);  // warm-up
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const Figures fig = driver.Closed(levels[i], seconds);
+      (t == 0 ? rows[i].reel : rows[i].peer) = fig;
+      rows[i].has_peer = targets.size() > 1;
+    }
+  }
+  return rows;
+}
+
+// A closed-loop table under its title: the header, then a row per concurrency level.
+std::vector<Pair> ClosedTable(const std::vector<Target>& targets, const serve::Body& body,
+                              const std::vector<int>& levels, const char* unit, double seconds) {
+  PrintPairHeader("concurrency", unit, targets.size() > 1);
+  std::vector<Pair> rows = Sweep(targets, body, levels, seconds);
+  for (size_t i = 0; i < rows.size(); ++i) PrintPair(std::to_string(levels[i]), rows[i]);
+  return rows;
+}
+
+// One open-loop row: `n` Poisson arrivals at `rate` on each server, the same schedule for both.
+void OpenRow(const std::vector<Target>& targets, const std::vector<std::string>& requests,
+             double rate, size_t n, uint64_t seed) {
+  Pair row;
+  row.has_peer = targets.size() > 1;
+  int conns[2] = {0, 0};
+  for (size_t t = 0; t < targets.size(); ++t) {
+    Driver driver(targets[t].endpoint, requests[t]);
+    (t == 0 ? row.reel : row.peer) = driver.Open(rate, n, seed, &conns[t]);
+  }
+  char label[32];
+  std::snprintf(label, sizeof(label), "%.2f", rate);
+  PrintPair(label, row);
+  std::printf("  %-12s  %zu requests; connections used: Reel %d%s\n", "", n, conns[0],
+              row.has_peer ? (", peer " + std::to_string(conns[1])).c_str() : "");
+}
+
+// Open loop: Poisson arrivals, the same seed (the same schedule) for both servers.
+void OpenTable(const Flags& f, const std::vector<Target>& targets, const serve::Body& json,
+               double raw1_per_second) {
+  std::vector<double> rates = f.rates;
+  if (rates.empty()) rates = {0.5 * raw1_per_second, 0.9 * raw1_per_second};
+  std::printf(
+      "\nopen loop, JSON: Poisson arrivals (seed %llu), latency from the scheduled "
+      "arrival, at most %d connections\n",
+      static_cast<unsigned long long>(f.seed), kOpenLoopMaxConns);
+  PrintPairHeader("offered/s", "req/s", targets.size() > 1);
+  const std::vector<std::string> requests = Requests(targets, json);
+  for (double rate : rates) {
+    const size_t n =
+        f.requests > 0 ? f.requests : std::max<size_t>(20, std::llround(rate * f.seconds));
+    OpenRow(targets, requests, rate, n, f.seed);
+  }
+}
+
+// The goals against the peer, from the closed-loop tables.
+void PrintGoals(const Flags& f, const std::vector<Pair>& closed, const std::vector<Pair>& videos) {
+  std::printf("\n");
+  for (size_t i = 0; i < f.concurrency.size(); ++i) {
+    if (f.concurrency[i] != 16) continue;
+    const Pair& p = closed[i];
+    std::printf(
+        "JSON at concurrency 16: Reel/FastAPI throughput %.2fx (goal > 1x), p99 %.2fx "
+        "(goal <= 0.5x)\n",
+        p.reel.per_second / std::max(1e-9, p.peer.per_second),
+        p.reel.p99_ms / std::max(1e-9, p.peer.p99_ms));
+  }
+  for (size_t i = 0; i < videos.size(); ++i) {
+    const Pair& p = videos[i];
+    std::printf("encoded video at concurrency %d: Reel/FastAPI throughput %.2fx (goal >= 2x)\n",
+                f.video_concurrency[i], p.reel.per_second / std::max(1e-9, p.peer.per_second));
+  }
+}
+
+// Reel at `reel serve`'s default batching and the peer, side by side.
+void Compare(const Flags& f, std::shared_ptr<serve::Model> model, double raw1_per_second) {
+  Server s = StartServer(std::move(model), kCompareMaxBatch, kCompareMaxDelayUs);
+  const std::vector<Target> targets = Targets(f, s);
+  const bool has_peer = targets.size() > 1;
+  PrintCompareSetup(f, has_peer);
+  const serve::Body json = ClipBody(false);
+  std::optional<serve::Body> video;
+  if (!f.video.empty()) video = VideoBody(f.video);
+  if (has_peer) PrintAgreement(f, targets);
+
+  std::printf("\nclosed loop, JSON FP32 [1,3,%lld,%lld,%lld] (%.2f MB a request)\n",
+              static_cast<long long>(kFrames), static_cast<long long>(kSize),
+              static_cast<long long>(kSize), json.bytes.size() / 1e6);
+  const std::vector<Pair> closed = ClosedTable(targets, json, f.concurrency, "req/s", f.seconds);
+  std::vector<Pair> videos;
+  if (video) {
+    std::printf(
+        "\nclosed loop, encoded video (BYTES, binary extension, %.2f MB: %s), %d clips a "
+        "video, averaged\n",
+        video->bytes.size() / 1e6, f.video.c_str(), 4);
+    videos = ClosedTable(targets, *video, f.video_concurrency, "videos/s", f.seconds);
+  }
+  OpenTable(f, targets, json, raw1_per_second);
+  if (has_peer) PrintGoals(f, closed, videos);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 10;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
-    if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+  const Flags f = ParseFlags(argc, argv);
+  if (!f.write_model.empty()) {
+    std::filesystem::create_directories(f.write_model);
+    std::printf("%s\n", WriteModel(f.write_model).c_str());
+    return 0;
   }
-  serve::SetComputeThreads(threads);
+  serve::SetComputeThreads(f.threads);
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::printf("serve_bench: LibTorch threads %d, cores %u, OMP_WAIT_POLICY=%s, %g s per row\n",
-              threads, std::thread::hardware_concurrency(), policy ? policy : "(unset)", seconds);
-  const std::string dir = std::filesystem::temp_directory_path() / "reel_serve_bench";
+              f.threads, std::thread::hardware_concurrency(), policy ? policy : "(unset)",
+              f.seconds);
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("reel_serve_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  serve::LoadOptions load;
-  load.config = dir + "/bench.yaml";
-  auto loaded = serve::LoadModel(WriteModel(dir), load);
-  if (!loaded.ok()) Die("load", loaded.status());
-  std::shared_ptr<serve::Model> model = std::move(*loaded);
+  const std::shared_ptr<serve::Model> model = LoadBenchModel(f, dir);
 
-  const Figures raw1 = RawForward(*model, 1, seconds);
-  const Figures raw8 = RawForward(*model, 8, seconds);
+  const Figures raw1 = RawForward(*model, 1, f.seconds);
+  const Figures raw8 = RawForward(*model, 8, f.seconds);
   PrintRow("raw forward, batch 1 (the limit)", raw1, raw1.per_second);
   PrintRow("raw forward, batch 8", raw8, raw1.per_second);
 
@@ -213,29 +517,9 @@ int main(int argc, char** argv) {
   std::printf(
       "request bodies: JSON %.2f MB, binary %.2f MB; parse %.2f ms (JSON), %.2f ms (binary)\n",
       json.bytes.size() / 1e6, binary.bytes.size() / 1e6, ParseMs(json, 20), ParseMs(binary, 20));
-  {
-    Server s = StartServer(model, 1, 0);
-    for (int c : {1, 4, 16}) {
-      const Figures fj = Load(s.http->url(), json, c, seconds);
-      const Figures fb = Load(s.http->url(), binary, c, seconds);
-      const std::string j = "server, JSON, batch 1, concurrency " + std::to_string(c);
-      const std::string b = "server, binary, batch 1, concurrency " + std::to_string(c);
-      PrintRow(j.c_str(), fj, raw1.per_second);
-      PrintRow(b.c_str(), fb, raw1.per_second);
-      if (c == 1) {
-        std::printf(
-            "request overhead at concurrency 1 (p50 - raw p50): JSON %.2f ms, binary %.2f ms\n",
-            fj.p50_ms - raw1.p50_ms, fb.p50_ms - raw1.p50_ms);
-      }
-    }
-  }
-  {
-    Server s = StartServer(model, 8, 20'000);
-    const Figures dyn = Load(s.http->url(), binary, 16, seconds);
-    PrintRow("server, binary, dynamic batch <=8, conc. 16", dyn, raw1.per_second);
-    std::printf("dynamic batching: %.3fx raw batch-8 forward throughput\n",
-                dyn.per_second / raw8.per_second);
-  }
+  BatchOneRows(model, json, binary, raw1, f.seconds);
+  DynamicBatchRow(model, binary, raw1, raw8, f.seconds);
+  Compare(f, model, raw1.per_second);
   std::filesystem::remove_all(dir);
   return 0;
 }
