@@ -170,6 +170,32 @@ assert len(got) == 5 and all(abs(a - b) < 1e-4 for a, b in zip(want, got)), (wan
 PY
 stop_server
 
+# --- serve.yaml: per-model settings -------------------------------------------------------------
+mkdir -p "$WORK/conf"
+cat > "$WORK/conf/serve.yaml" <<YAML
+models:
+  - {uri: models:/tiny@production, name: prod, max_batch: 2, preferred_batch: [2]}
+  - {uri: $CKPT, name: ckpt, max_batch: 4, canary: models:/tiny/1, canary_percent: 100}
+allow_uri_prefix: [$SRC/testdata/videos]
+poll_interval: 0
+YAML
+start_server yaml --config "$WORK/conf/serve.yaml"
+check "serve.yaml: both models served" bash -c \
+  "curl -sf '$URL/v2/models/prod/ready' && curl -sf '$URL/v2/models/ckpt/ready'"
+check "... each with its own max batch" bash -c \
+  "curl -sf '$URL/v2/models/prod' | grep -q '\"max_batch_size\":2' && curl -sf '$URL/v2/models/ckpt' | grep -q '\"max_batch_size\":4'"
+check "... the canary takes its share (100%)" bash -c \
+  "curl -sf '$URL/v2/models/ckpt' | grep -q '\"canary\":{\"percent\":100'"
+check "... and its allowed prefix" bash -c \
+  "curl -sf -d '{\"inputs\":[{\"name\":\"uri\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"$VIDEOS/mmaction2_test.mp4\"]}]}' '$URL/v2/models/prod/infer' | grep -q '\"shape\":\[1,8\]'"
+stop_server
+printf 'models:\n  - {uri: %s, max_bach: 2}\n' "$CKPT" > "$WORK/conf/typo.yaml"
+check "serve.yaml: an unknown key is named with its line, exit 3" bash -c \
+  "'$REEL' serve --config '$WORK/conf/typo.yaml' --port 0 > /dev/null 2> '$WORK/e'; [ \$? -eq 3 ] && grep -q 'typo.yaml:2:.*max_bach' '$WORK/e'"
+printf 'models: []\n' > "$WORK/conf/empty.yaml"
+check "serve.yaml: no model, exit 3" bash -c \
+  "'$REEL' serve --config '$WORK/conf/empty.yaml' --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
+
 # --- Kubernetes objects, checked against the API schema offline ------------------------------
 check "--emit-k8s writes the objects and serves nothing" "$REEL" serve models:/tiny@production \
   --emit-k8s "$WORK/k8s.yaml" --image registry.example/reel:1 --replicas 1:3 --max-batch 4

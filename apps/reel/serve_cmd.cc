@@ -1,6 +1,7 @@
 // reel serve — the inference server: KServe v2 over HTTP in front of one or more models.
 //
-//   reel serve [NAME=]URI ... [--host H] [--port N] [--max-batch N] [--max-delay-us N]
+//   reel serve [NAME=]URI ... [--config serve.yaml] [--host H] [--port N] [--max-batch N]
+//   [--max-delay-us N]
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
 //              [--http-threads N] [--registry URI] [--config F] [--token-file F]
 //              [--allow-uri-prefix P ...] [--canary [NAME=]URI] [--canary-percent P]
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "apps/reel/commands.h"
+#include "apps/reel/serve_flags.h"
 #include "apps/reel/stop_signals.h"
 #include "base/files.h"
 #include "base/strings.h"
@@ -60,44 +62,6 @@ namespace reel::cli {
 namespace {
 
 using serve::Service;
-
-constexpr std::string_view kServe = "reel serve";
-
-struct ServeFlags {
-  std::vector<std::string> models;
-  std::string host = "127.0.0.1";
-  int port = 8000;
-  int max_batch = 8, max_delay_us = 0, instances = 1, threads = 0, max_queue = 256;
-  int http_threads = 64;
-  std::vector<int> preferred;
-  std::string registry, config, token_file;
-  std::vector<std::string> allowed_uri_prefixes;
-  double max_request_mb = 64;
-  std::vector<std::string> canaries;
-  int canary_percent = 10;
-  double poll_interval_s = 5;
-  std::string replicas = "1:1";
-  double target_in_flight = 4, target_latency_ms = 0, scale_period_s = 2, scale_down_window_s = 60;
-  // --emit-k8s
-  std::string emit_k8s, image, k8s_name = "reel-serve", cpu = "2", memory = "4Gi", token_secret;
-};
-
-struct ModelArg {
-  std::string name, source;
-};
-
-// "name=URI" or "URI". A '=' after a ':' or '/' belongs to the URI or path.
-Result<ModelArg> ParseModelArg(const std::string& arg) {
-  const size_t eq = arg.find('=');
-  const size_t special = arg.find_first_of(":/");
-  if (eq == std::string::npos || (special != std::string::npos && special < eq)) {
-    return ModelArg{"", arg};
-  }
-  ModelArg m{arg.substr(0, eq), arg.substr(eq + 1)};
-  REEL_RETURN_IF_ERROR(registry::CheckName(m.name, "model name"));
-  if (m.source.empty()) return InvalidArgumentError("'" + arg + "': nothing after '='");
-  return m;
-}
 
 // Tokens, one per line ('#' comments and blank lines skipped), as the auth hook's hashes.
 Result<std::vector<std::string>> TokenHashes(const std::string& path) {
@@ -123,54 +87,57 @@ std::function<Status(const http::Request&)> AuthHook(std::vector<std::string> ha
   };
 }
 
-serve::BatcherOptions Batching(const ServeFlags& f) {
-  serve::BatcherOptions b;
-  b.max_batch = f.max_batch;
-  b.max_delay = std::chrono::microseconds(f.max_delay_us);
-  b.preferred_batch_sizes = f.preferred;
-  b.instances = f.instances;
-  b.max_queue = f.max_queue;
-  return b;
-}
-
 int ComputeThreads(const ServeFlags& f) {
   if (f.threads > 0) return f.threads;
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, cores / f.instances);
 }
 
-// Loads one [NAME=]URI and puts it in `role`; a moving reference is handed to the follower.
-Status Serve(const ServeFlags& f, const std::string& arg, Service::Role role,
-             serve::Service* service, serve::Follower* follower) {
+// Loads `source` and puts it in `role` of the model served as `name` ("" = the model's own
+// name); a moving reference is handed to the follower. Returns the name it is served under.
+Result<std::string> Serve(const ServeFlags& f, const ModelSpec& spec, const std::string& source,
+                          Service::Role role, serve::Service* service, serve::Follower* follower) {
   serve::LoadOptions load;
   load.registry = f.registry;
-  load.config = f.config;
-  REEL_ASSIGN_OR_RETURN(ModelArg m, ParseModelArg(arg));
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<serve::Model> model, serve::LoadModel(m.source, load));
+  load.config = spec.config;
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<serve::Model> model, serve::LoadModel(source, load));
   const serve::ModelInfo info = model->info();
-  const std::string name = m.name.empty() ? info.name : m.name;
+  const std::string name = spec.name.empty() ? info.name : spec.name;
   if (role == Service::Role::kPrimary) {
-    REEL_RETURN_IF_ERROR(service->AddModel(name, std::move(model), Batching(f)));
+    REEL_RETURN_IF_ERROR(service->AddModel(name, std::move(model), spec.batching));
   } else {
-    REEL_RETURN_IF_ERROR(service->Swap(name, std::move(model), Batching(f), role));
-    REEL_RETURN_IF_ERROR(service->SetCanaryPercent(name, f.canary_percent));
+    REEL_RETURN_IF_ERROR(service->Swap(name, std::move(model), spec.batching, role));
+    REEL_RETURN_IF_ERROR(service->SetCanaryPercent(name, spec.canary_percent));
   }
-  const bool follows = f.poll_interval_s > 0 && serve::IsMovingReference(m.source);
-  if (follows) follower->Add({name, m.source, role, Batching(f), info.version});
+  const bool follows = f.poll_interval_s > 0 && serve::IsMovingReference(source);
+  if (follows) follower->Add({name, source, role, spec.batching, info.version});
   std::fprintf(stderr, "model %s version %s%s: %s (%s, %lld classes) from %s%s\n", name.c_str(),
                info.version.c_str(), role == Service::Role::kCanary ? " (canary)" : "",
                info.architecture.c_str(), info.platform.c_str(),
                static_cast<long long>(info.num_classes()), info.source.c_str(),
-               follows ? (", following " + m.source).c_str() : "");
-  return Status::Ok();
+               follows ? (", following " + source).c_str() : "");
+  return name;
 }
 
 Status LoadModels(const ServeFlags& f, serve::Service* service, serve::Follower* follower) {
-  for (const std::string& arg : f.models) {
-    REEL_RETURN_IF_ERROR(Serve(f, arg, Service::Role::kPrimary, service, follower));
+  for (const ModelSpec& spec : f.specs) {
+    REEL_ASSIGN_OR_RETURN(std::string name,
+                          Serve(f, spec, spec.source, Service::Role::kPrimary, service, follower));
+    if (spec.canary.empty()) continue;
+    ModelSpec canary = spec;
+    canary.name = name;
+    REEL_RETURN_IF_ERROR(
+        Serve(f, canary, spec.canary, Service::Role::kCanary, service, follower).status());
   }
-  for (const std::string& arg : f.canaries) {
-    REEL_RETURN_IF_ERROR(Serve(f, arg, Service::Role::kCanary, service, follower));
+  for (const std::string& arg : f.canaries) {  // --canary [NAME=]URI
+    REEL_ASSIGN_OR_RETURN(ModelArg m, ParseModelArg(arg));
+    ModelSpec canary;
+    canary.name = m.name;
+    canary.config = f.config;
+    canary.batching = Batching(f);
+    canary.canary_percent = f.canary_percent;
+    REEL_RETURN_IF_ERROR(
+        Serve(f, canary, m.source, Service::Role::kCanary, service, follower).status());
   }
   return Status::Ok();
 }
@@ -195,132 +162,12 @@ serve::LoadFn RegistryLoader(const ServeFlags& f) {
   return [load](const std::string& uri) { return serve::LoadModel(uri, load); };
 }
 
-// "MIN:MAX", or "N" for N:N.
-Result<std::pair<int, int>> ParseReplicas(const std::string& text) {
-  const size_t colon = text.find(':');
-  const std::string low = text.substr(0, colon);
-  const std::string high = colon == std::string::npos ? low : text.substr(colon + 1);
-  const std::optional<int64_t> min = ParseInt64(low), max = ParseInt64(high);
-  if (!min || !max || *min < 1 || *max < *min || *max > 10000) {
-    return InvalidArgumentError("--replicas '" + text +
-                                "': want MIN:MAX with 1 <= MIN <= MAX, or one count");
+int RunModelServer(ServeFlags f) {
+  if (Status s = ResolveModelSpecs(&f); !s.ok()) return Fail(kServe, s);
+  if (f.specs.empty()) {
+    return Fail(kServe, InvalidArgumentError("no model to serve: name one ([NAME=]URI) or "
+                                             "--config a serve.yaml that lists models"));
   }
-  return std::make_pair(static_cast<int>(*min), static_cast<int>(*max));
-}
-
-// The `reel serve` arguments a pod runs: the models and every flag that shapes serving.
-std::vector<std::string> PodArgs(const ServeFlags& f) {
-  std::vector<std::string> args = f.models;
-  const auto flag = [&](const char* name, const std::string& value) {
-    args.insert(args.end(), {name, value});
-  };
-  flag("--max-batch", std::to_string(f.max_batch));
-  flag("--max-delay-us", std::to_string(f.max_delay_us));
-  for (int p : f.preferred) flag("--preferred-batch", std::to_string(p));
-  flag("--instances", std::to_string(f.instances));
-  if (f.threads > 0) flag("--threads", std::to_string(f.threads));
-  flag("--max-queue", std::to_string(f.max_queue));
-  flag("--http-threads", std::to_string(f.http_threads));
-  flag("--max-request-mb", FormatDouble(f.max_request_mb));
-  if (!f.registry.empty()) flag("--registry", f.registry);
-  if (!f.config.empty()) flag("--config", f.config);
-  for (const std::string& p : f.allowed_uri_prefixes) flag("--allow-uri-prefix", p);
-  for (const std::string& c : f.canaries) flag("--canary", c);
-  if (!f.canaries.empty()) flag("--canary-percent", std::to_string(f.canary_percent));
-  flag("--poll-interval", FormatDouble(f.poll_interval_s));
-  return args;
-}
-
-Status EmitK8sObjects(const ServeFlags& f) {
-  if (f.image.empty()) {
-    return InvalidArgumentError("--emit-k8s needs --image: the container image holding reel");
-  }
-  serve::K8sOptions k;
-  k.name = f.k8s_name;
-  k.image = f.image;
-  k.args = PodArgs(f);
-  if (f.port != 0) k.port = f.port;
-  REEL_ASSIGN_OR_RETURN(std::tie(k.min_replicas, k.max_replicas), ParseReplicas(f.replicas));
-  k.min_available = k.min_replicas > 1 ? 1 : 0;  // one pod alone must not block a node drain
-  k.cpu = f.cpu;
-  k.memory = f.memory;
-  k.token_secret = f.token_secret;
-  // models:/ URIs in the pod need the registry this shell names, unless --registry does.
-  const char* registry = std::getenv("REEL_REGISTRY_URI");
-  if (f.registry.empty() && registry) k.env.emplace_back("REEL_REGISTRY_URI", registry);
-  REEL_ASSIGN_OR_RETURN(std::string yaml, serve::EmitK8s(k));
-  if (f.emit_k8s == "-") {
-    std::fputs(yaml.c_str(), stdout);
-    return Status::Ok();
-  }
-  return WriteFileAtomically(f.emit_k8s, yaml);
-}
-
-// This command again, as a replica: the same models and flags on a loopback port of its own.
-Result<std::vector<std::string>> ReplicaArgv(const ServeFlags& f, int threads) {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return ErrnoToStatus(errno, "readlink /proc/self/exe");
-  std::vector<std::string> argv = {std::string(self, static_cast<size_t>(n)), "serve"};
-  for (std::string& a : PodArgs(f)) argv.push_back(std::move(a));
-  argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", "0"});
-  if (f.threads == 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
-  if (!f.token_file.empty()) argv.insert(argv.end(), {"--token-file", f.token_file});
-  return argv;
-}
-
-serve::FrontOptions FrontOptionsFor(const ServeFlags& f, std::pair<int, int> replicas) {
-  serve::FrontOptions o;
-  o.scale.min_replicas = replicas.first;
-  o.scale.max_replicas = replicas.second;
-  o.scale.target_in_flight = f.target_in_flight;
-  o.scale.target_latency_ms = f.target_latency_ms;
-  const auto ms = [](double s) {
-    return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
-  };
-  o.scale.scale_down_window = ms(f.scale_down_window_s);
-  o.period = ms(f.scale_period_s);
-  return o;
-}
-
-int RunFront(const ServeFlags& f, std::pair<int, int> replicas) {
-  const sigset_t stop = BlockStopSignals();
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads =
-      f.threads > 0 ? f.threads : std::max(1, cores / (replicas.second * f.instances));
-  Result<std::vector<std::string>> argv = ReplicaArgv(f, threads);
-  if (!argv.ok()) return Fail(kServe, argv.status());
-  const serve::StartReplicaFn start = [argv = *argv] {
-    return serve::StartProcessReplica(argv, std::chrono::minutes(5));
-  };
-  Result<std::unique_ptr<serve::Front>> front =
-      serve::Front::Start(FrontOptionsFor(f, replicas), start);
-  if (!front.ok()) return Fail(kServe, front.status());
-  http::Router router;
-  if (Status s = (*front)->AddRoutes(&router); !s.ok()) return Fail(kServe, s);
-  http::ServerOptions server_options;
-  server_options.host = f.host;
-  server_options.port = f.port;
-  server_options.threads = f.http_threads;
-  server_options.max_body_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
-  Result<std::unique_ptr<http::Server>> server =
-      http::Server::Start(server_options, std::move(router));
-  if (!server.ok()) return Fail(kServe, server.status());
-  std::printf("listening on %s\n", (*server)->url().c_str());
-  std::printf(
-      "front: %d..%d replicas, %d instance(s) x %d LibTorch thread(s) each, target %s "
-      "requests in flight per replica\n",
-      replicas.first, replicas.second, f.instances, threads,
-      FormatDouble(f.target_in_flight).c_str());
-  std::fflush(stdout);
-  (*front)->RunScaling();
-  std::fprintf(stderr, "reel serve: %s, stopping\n", WaitForStopSignal(stop));
-  (*server)->Shutdown();  // answers what the replicas still hold for it
-  (*front)->Shutdown();   // then each replica drains and exits
-  return 0;
-}
-
-int RunModelServer(const ServeFlags& f) {
   if (!f.emit_k8s.empty()) {
     const Status s = EmitK8sObjects(f);
     return s.ok() ? 0 : Fail(kServe, s);
@@ -329,7 +176,9 @@ int RunModelServer(const ServeFlags& f) {
   if (!replicas.ok()) return Fail(kServe, replicas.status());
   if (replicas->second > 1) return RunFront(f, *replicas);
   const sigset_t stop = BlockStopSignals();
-  if (Status s = Batching(f).Validate(); !s.ok()) return Fail(kServe, s);
+  for (const ModelSpec& spec : f.specs) {
+    if (Status s = spec.batching.Validate(); !s.ok()) return Fail(kServe, s);
+  }
   serve::SetComputeThreads(ComputeThreads(f));
   serve::ServiceOptions options;
   options.max_request_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
@@ -383,11 +232,9 @@ void EnsurePassiveOpenMp(int argc, char** argv) {
 void RegisterServe(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* serve = app.add_subcommand("serve", "serve models over KServe v2 HTTP");
-  serve
-      ->add_option("models", f->models,
-                   "[NAME=]URI: models:/name@alias, a run, a checkpoint, "
-                   "a .safetensors file, a TorchScript file")
-      ->required();
+  serve->add_option("models", f->models,
+                    "[NAME=]URI: models:/name@alias, a run, a checkpoint, "
+                    "a .safetensors file, a TorchScript file (or none, with a serve.yaml)");
   serve->add_option("--host", f->host, "address to listen on (default 127.0.0.1)");
   serve->add_option("--port", f->port, "port (default 8000; 0 picks a free one)")
       ->check(CLI::Range(0, 65535));
