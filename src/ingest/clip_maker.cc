@@ -82,11 +82,11 @@ Result<dataset::Record> ClipRecord(const ClipJob& job, const ClipSettings& clip,
 }  // namespace
 
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink) {
+                const ClipSink& sink, int decode_threads) {
   media::DecodeOptions options;
   options.format = media::PixelFormat::kRgb24;
   options.short_side = clip.short_side;
-  options.threads = 1;  // callers run one video per worker
+  options.threads = decode_threads;
   REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(input, options));
   const media::VideoInfo& info = decoder->info();
   if (info.frame_count <= 0) {

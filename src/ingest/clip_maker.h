@@ -52,8 +52,9 @@ using ClipSink =
 // Decodes `input` once, reading forward, and hands each clip `clip` plans inside the segment
 // [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.
 // This is the cut the ingest stores and the server classifies, so both see the same pixels.
+// `decode_threads`: FFmpeg frame threads (the ingest runs one video per worker: 1).
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink);
+                const ClipSink& sink, int decode_threads = 1);
 
 // The records of every clip of the video, in clip order.
 Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,

@@ -3,11 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <thread>
 
 #include "base/strings.h"
 #include "serve/video.h"
@@ -175,6 +177,32 @@ Result<std::vector<float>> ClipLogits(Batcher& batcher, const ModelInfo& info,
   return logits;
 }
 
+// While alive, this request is one of the videos being decoded; threads() is its fair share of
+// the cores: a lone video decodes on all of them, many at once on one each.
+class DecodeShare {
+ public:
+  DecodeShare() : active_(++decoding_) {}
+  ~DecodeShare() { --decoding_; }
+  DecodeShare(const DecodeShare&) = delete;
+  DecodeShare& operator=(const DecodeShare&) = delete;
+  int threads() const {
+    static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return std::max(1, cores / active_);
+  }
+
+ private:
+  static inline std::atomic<int> decoding_{0};
+  const int active_;
+};
+
+// One video's samples, decoded on this video's share of the cores.
+Result<VideoSamples> Decode(std::string_view video, const std::string& name,
+                            VideoSettings settings) {
+  const DecodeShare share;
+  settings.decode_threads = share.threads();
+  return VideoToSamples(video, name, settings);
+}
+
 }  // namespace
 
 bool WantsTimeline(const InferRequest& request) {
@@ -233,7 +261,7 @@ Result<Scores> ScoreVideos(Batcher& batcher, const ModelInfo& info,
       return CancelledError("the client went away before the video was decoded");
     }
     const std::string name = "input element " + std::to_string(v);
-    Result<VideoSamples> samples = VideoToSamples(videos[v], name, settings);
+    Result<VideoSamples> samples = Decode(videos[v], name, settings);
     if (!samples.ok()) {
       return InvalidArgumentError(
           name + " is not a video the server can decode: " + samples.status().message());

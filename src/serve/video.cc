@@ -62,8 +62,8 @@ Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view nam
     samples.spans.push_back({planned.start_s, planned.end_s});
     return Status::Ok();
   };
-  REEL_RETURN_IF_ERROR(
-      ingest::CutClips(media::Input::View(bytes, std::string(name)), -1, -1, cut, sample));
+  REEL_RETURN_IF_ERROR(ingest::CutClips(media::Input::View(bytes, std::string(name)), -1, -1, cut,
+                                        sample, settings.decode_threads));
   if (samples.clips == 0) {
     return FailedPreconditionError(std::string(name) + ": no clip could be cut from the video");
   }

@@ -26,6 +26,7 @@ struct VideoSettings {
   loader::ClipOptions clip;            // frames and stride within a cut clip
   loader::TransformOptions transform;  // evaluation: train = false
   int clips = 4;                       // clips per video, averaged
+  int decode_threads = 1;              // FFmpeg frame threads for one video
 };
 
 // The ingest's clip settings as a dataset manifest's clip_settings record them (the "clip"
