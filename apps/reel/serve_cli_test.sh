@@ -7,27 +7,9 @@ set -u
 REEL=$1
 SRC=$2
 source "$(dirname "$0")/check_lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
 CKPT="$SRC/testdata/checkpoints/release-0.1.0"
 export REEL_REGISTRY_URI="$WORK/registry"
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
-
-# start_server LABEL SERVE_ARGS...: starts `reel serve ... --port 0`, sets PID and URL (the
-# address its first line names; empty when it never came up within 60 s).
-start_server() {
-  local label=$1; shift
-  "$REEL" serve "$@" --port 0 > "$WORK/$label.out" 2> "$WORK/$label.err" &
-  PID=$!
-  PIDS+=("$PID")
-  URL=""
-  for _ in $(seq 600); do
-    URL=$(sed -n 's/^listening on //p' "$WORK/$label.out")
-    [ -n "$URL" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$WORK/$label.err"
-}
 
 # infer URL MODEL SHAPE [CURL_ARGS...]: POSTs one UINT8 clip of SHAPE (ramp pixels) as JSON,
 # prints the HTTP status then the body.

@@ -7,9 +7,8 @@ set -u
 REEL=$1
 SRC=$2
 source "$(dirname "$0")/check_lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
 CKPT="$SRC/testdata/checkpoints/release-0.1.0"
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 
 # metric NAME: the front's value of NAME now.
 metric() { curl -sf "$URL/metrics" | sed -n "s/^$1 //p"; }
@@ -20,30 +19,11 @@ wait_metric() {
   return 1
 }
 
-python3 - > "$WORK/body.json" <<'PY'
-import json
-n = 3 * 4 * 24 * 24
-print(json.dumps({"inputs": [{"name": "input", "datatype": "FP32", "shape": [1, 3, 4, 24, 24],
-                              "data": [(i % 7) / 7 for i in range(n)]}]}))
-PY
-cat > "$WORK/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$WORK/body.json", "rb")
-wrk.body = f:read("*a")
-f:close()
-LUA
+wrk_body
 
-"$REEL" serve tiny="$CKPT" --replicas 1:3 --target-in-flight 2 --scale-period 0.3 \
-  --scale-down-window 2 --port 0 > "$WORK/front.out" 2> "$WORK/front.err" &
-FRONT=$!
-PIDS+=("$FRONT")
-URL=""
-for _ in $(seq 600); do
-  URL=$(sed -n 's/^listening on //p' "$WORK/front.out")
-  [ -n "$URL" ] && break
-  sleep 0.1
-done
+start_server front tiny="$CKPT" --replicas 1:3 --target-in-flight 2 --scale-period 0.3 \
+  --scale-down-window 2
+FRONT=$PID
 export URL
 check "the front listens" test -n "$URL"
 check "it says how it divides the cores" grep -q "front: 1..3 replicas" "$WORK/front.out"

@@ -113,6 +113,13 @@ class ServiceTest : public ::testing::Test {
     return client.Post(target, body.bytes);
   }
 
+  // Waits until /metrics holds `line` (a sample line, value included).
+  bool MetricShows(const std::string& line) {
+    return testing::WaitUntil(
+        [&] { return service_->MetricsText().find(line) != std::string::npos; },
+        std::chrono::seconds(20));
+  }
+
   static InferRequest Ones(int64_t batch, float value = 1.f) {
     InferRequest request;
     request.id = "r1";
@@ -256,13 +263,7 @@ TEST_F(ServiceTest, AFullQueueIs503WithRetryAfter) {
   auto first = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
   ASSERT_TRUE(model_->WaitForCalls(1));
   auto second = std::async(std::launch::async, [&] { return Infer(Ones(1), false); });
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] {
-        return service_->MetricsText().find(
-                   "nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1") !=
-               std::string::npos;
-      },
-      std::chrono::seconds(20)));
+  ASSERT_TRUE(MetricShows("nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1"));
   ASSERT_OK_AND_ASSIGN(http::Response third, Infer(Ones(1), false));
   EXPECT_EQ(third.status, 503);
   EXPECT_EQ(third.Header("Retry-After"), "1");
@@ -295,24 +296,12 @@ TEST_F(ServiceTest, ARequestWhoseClientLeftIsDroppedBeforeCompute) {
     ASSERT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
     ASSERT_EQ(send(fd.get(), request.data(), request.size(), 0),
               static_cast<ssize_t>(request.size()));
-    ASSERT_TRUE(testing::WaitUntil(
-        [&] {
-          return service_->MetricsText().find(
-                     "nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1") !=
-                 std::string::npos;
-        },
-        std::chrono::seconds(20)));
+    ASSERT_TRUE(MetricShows("nv_inference_pending_request_count{model=\"fake\",version=\"1\"} 1"));
   }  // closed
   model_->set_open(true);
   ASSERT_OK_AND_ASSIGN(http::Response a, first.get());
   EXPECT_EQ(a.status, 200);
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] {
-        return service_->MetricsText().find(
-                   "reel_inference_request_cancelled{model=\"fake\",version=\"1\"} 1") !=
-               std::string::npos;
-      },
-      std::chrono::seconds(20)));
+  ASSERT_TRUE(MetricShows("reel_inference_request_cancelled{model=\"fake\",version=\"1\"} 1"));
   EXPECT_TRUE(model_->WaitForCalls(1));
   ASSERT_OK_AND_ASSIGN(http::Response after, Infer(Ones(1), false));
   EXPECT_EQ(after.status, 200);
