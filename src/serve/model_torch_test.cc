@@ -80,8 +80,11 @@ TEST(ModelTorch, AHundredLoadUnloadCyclesKeepMemoryBounded) {
   std::printf("resident memory after 10 cycles %.1f MiB, growth over the next 90: %.2f MiB\n",
               after_warmup / 1048576.0, growth / 1048576.0);
   // One load holds a few MiB (weights, graph, allocator caches); a leak of even 0.2 MiB a cycle
-  // would pass 16 MiB over 90 cycles.
+  // would pass 16 MiB over 90 cycles. AddressSanitizer keeps freed memory in quarantine on
+  // purpose, so there only the count of live models above tells.
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(growth, 16 << 20);
+#endif
 }
 
 }  // namespace
