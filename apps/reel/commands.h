@@ -19,9 +19,11 @@ void RegisterTrain(CLI::App& app, int* exit_code);     // reel train and reel ev
 void RegisterModels(CLI::App& app, int* exit_code);    // reel models ...
 void RegisterRegistry(CLI::App& app, int* exit_code);  // reel registry serve|user|grant
 void RegisterServe(CLI::App& app, int* exit_code);     // reel serve (inference)
+void RegisterPredict(CLI::App& app, int* exit_code);   // reel predict (offline inference)
 
-// For `reel serve`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts this process
-// again (OpenMP reads it only when loaded). Call first in main; returns for every other command.
+// For `reel serve` and `reel predict`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts
+// this process again (OpenMP reads it only when loaded). Call first in main; returns for every
+// other command.
 void EnsurePassiveOpenMp(int argc, char** argv);
 
 // The exit code for a failed command: 2 not found, 3 invalid input, 4 permission denied,

@@ -223,7 +223,10 @@ void EnsurePassiveOpenMp(int argc, char** argv) {
   if (std::getenv("OMP_WAIT_POLICY")) return;
   int i = 1;  // the subcommand: the first word that is neither an option nor --log-level's value
   while (i < argc && argv[i][0] == '-') i += std::string_view(argv[i]) == "--log-level" ? 2 : 1;
-  if (i >= argc || std::string_view(argv[i]) != "serve") return;
+  if (i >= argc ||
+      (std::string_view(argv[i]) != "serve" && std::string_view(argv[i]) != "predict")) {
+    return;
+  }
   // libgomp reads its environment once, when it is loaded: set it, then start again.
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: serve with spinning threads then
