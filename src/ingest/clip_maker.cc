@@ -107,7 +107,7 @@ Status CutClips(const media::Input& input, double start_s, double end_s, const C
   for (const PlannedClip& planned : plan) {
     // Clips are planned in file order, so the decoder reads forward through the video once.
     REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames, decoder->DecodeFrames(planned.frames));
-    REEL_RETURN_IF_ERROR(sink(cut, planned, std::move(frames)));
+    REEL_RETURN_IF_ERROR(sink(cut, planned, frames));
   }
   return Status::Ok();
 }
@@ -117,7 +117,7 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
                                                const EncodeSettings& encode) {
   std::vector<dataset::Record> records;
   const auto store = [&](const CutVideo& cut, const PlannedClip& planned,
-                         std::vector<media::Frame> frames) -> Status {
+                         const std::vector<media::Frame>& frames) -> Status {
     REEL_ASSIGN_OR_RETURN(dataset::Record record,
                           ClipRecord(job, clip, encode, cut, planned, frames));
     records.push_back(std::move(record));

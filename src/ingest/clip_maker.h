@@ -46,8 +46,8 @@ struct CutVideo {
 };
 
 // Receives one planned clip's decoded frames; an error stops the cut and is returned.
-using ClipSink =
-    std::function<Status(const CutVideo&, const PlannedClip&, std::vector<media::Frame> frames)>;
+using ClipSink = std::function<Status(const CutVideo&, const PlannedClip&,
+                                      const std::vector<media::Frame>& frames)>;
 
 // Decodes `input` once, reading forward, and hands each clip `clip` plans inside the segment
 // [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.

@@ -81,7 +81,7 @@ struct Front::Impl {
   std::thread scaler;
 
   Impl(FrontOptions o, StartReplicaFn s, Clock* c)
-      : options(std::move(o)), start(std::move(s)), clock(c), last_tick(c->Now()) {}
+      : options(o), start(std::move(s)), clock(c), last_tick(c->Now()) {}
 
   // The serving replica with the fewest outstanding requests, not among `tried`; its count is
   // taken here, under the lock, so concurrent picks spread.
@@ -230,7 +230,7 @@ struct Front::Impl {
 Result<std::unique_ptr<Front>> Front::Start(FrontOptions options, StartReplicaFn start,
                                             Clock* clock) {
   REEL_RETURN_IF_ERROR(options.scale.Validate());
-  auto impl = std::make_unique<Impl>(std::move(options), std::move(start), clock);
+  auto impl = std::make_unique<Impl>(options, std::move(start), clock);
   std::unique_ptr<Front> front(new Front(std::move(impl)));
   for (int i = 0; i < front->impl_->options.scale.min_replicas; ++i) {
     REEL_RETURN_IF_ERROR(front->impl_->AddOne());

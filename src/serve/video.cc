@@ -55,7 +55,7 @@ Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view nam
   VideoSamples samples;
   // The frames go straight from the decoder to the transform: no payload is encoded.
   const auto sample = [&](const ingest::CutVideo&, const ingest::PlannedClip& planned,
-                          std::vector<media::Frame> frames) -> Status {
+                          const std::vector<media::Frame>& frames) -> Status {
     if (frames.empty()) return Status::Ok();
     REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
     ++samples.clips;
