@@ -26,7 +26,7 @@ check "serving models:/tiny@production" test -n "$URL"
 check "it says it follows the alias" grep -q "following models:/tiny@production" "$WORK/follow.err"
 export URL
 check "version 1 serves" bash -c "[ \"\$(served_versions)\" = 1 ]"
-wrk -t1 -c4 -d6s -s "$WORK/post.lua" --latency "$URL/v2/models/tiny/infer" > "$WORK/wrk.out" 2>&1 &
+wrk -t1 -c4 -d300s -s "$WORK/post.lua" --latency "$URL/v2/models/tiny/infer" > "$WORK/wrk.out" 2>&1 &
 WRK=$!
 PIDS+=("$WRK")
 wait_for "wrk's first answers" bash -c \
@@ -37,6 +37,7 @@ check "the server swaps to version 2 and unloads version 1" wait_for "the swap" 
 check "... before the load ends" kill -0 "$WRK"
 check "version 2 answers under load" wait_for "version 2's answers" bash -c \
   "curl -sf '$URL/metrics' | grep -q 'nv_inference_request_success{model=\"tiny\",version=\"2\"} [1-9]'"
+kill -INT "$WRK"  # wrk stops and prints its figures
 wait "$WRK"
 cat "$WORK/wrk.out"
 check "wrk: requests were answered" grep -Eq '^ +[0-9]+ requests in' "$WORK/wrk.out"

@@ -32,15 +32,17 @@ check "ready through the front" curl -sf "$URL/v2/health/ready"
 check "the model's metadata, proxied" bash -c "curl -sf '$URL/v2/models/tiny' | grep -q '\"name\":\"tiny\"'"
 
 # The ramp: 12 connections against a target of 2 in flight per replica.
-wrk -t2 -c12 -d10s -s "$WORK/post.lua" "$URL/v2/models/tiny/infer" > "$WORK/wrk.out" 2>&1 &
+wrk -t2 -c12 -d300s -s "$WORK/post.lua" "$URL/v2/models/tiny/infer" > "$WORK/wrk.out" 2>&1 &
 WRK=$!
 PIDS+=("$WRK")
 check "under load: three replicas" wait_metric reel_front_replicas 3
 VICTIM=$(pgrep -P "$FRONT" | head -1)
+check "the load is running" kill -0 "$WRK"
 check "a replica killed with SIGKILL under load" kill -9 "$VICTIM"
 check "... is replaced" wait_metric reel_front_replica_restarts_total 1
 check "... and three serve again" wait_metric reel_front_replicas 3
-check "the load was still running" kill -0 "$WRK"
+check "the load is still running" kill -0 "$WRK"
+kill -INT "$WRK"  # wrk stops and prints its figures
 wait "$WRK"
 cat "$WORK/wrk.out"
 check "wrk: requests were answered" grep -Eq '^ +[0-9]+ requests in' "$WORK/wrk.out"
