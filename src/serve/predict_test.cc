@@ -17,6 +17,7 @@
 
 #include "dataset/manifest.h"
 #include "dataset/shard_writer.h"
+#include "serve/sum_model_testing.h"
 #include "storage/memory_store.h"
 #include "storage/open.h"
 #include "testing/status_matchers.h"
@@ -28,32 +29,13 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Samples of shape [3, 1, 2, 2]; three classes scored (sum, -sum, 0), or an error when broken.
-class TallyModel : public Model {
+// The sum model, or an error when broken.
+class TallyModel : public SumModel {
  public:
-  explicit TallyModel(std::string version = "1") {
-    info_.name = "tally";
-    info_.version = std::move(version);
-    info_.source = "memory";
-    info_.platform = "test";
-    info_.architecture = "sum";
-    info_.sample_shape = {3, 1, 2, 2};
-    info_.class_names = {"up", "down", "flat"};
-    info_.video.ingest.clip_frames = 2;
-    info_.video.ingest.short_side = 4;
-    info_.video.clip.frames = 1;
-    info_.video.transform.size = 2;
-    info_.video.clips = 2;
-  }
+  explicit TallyModel(std::string version = "1") : SumModel("tally", std::move(version)) {}
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
     if (broken) return InternalError("the model fell over");
-    std::vector<float> out;
-    for (int64_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (int64_t j = 0; j < 12; ++j) sum += input[i * 12 + j];
-      out.insert(out.end(), {sum, -sum, 0.f});
-    }
-    return out;
+    return SumModel::Forward(input, n);
   }
   std::atomic<bool> broken{false};
 };

@@ -18,6 +18,7 @@
 #include "http/client.h"
 #include "http/server.h"
 #include "serve/kserve.h"
+#include "serve/sum_model_testing.h"
 #include "testing/status_matchers.h"
 #include "testing/wait.h"
 
@@ -28,24 +29,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Samples of shape [3, 1, 2, 2]; three classes scored (sum, -sum, 0). Can be held inside its
-// forward pass.
-class FakeModel : public Model {
+// The sum model, which can be held inside its forward pass.
+class FakeModel : public SumModel {
  public:
-  explicit FakeModel(std::string version = "1") {
-    info_.name = "fake";
-    info_.version = std::move(version);
-    info_.source = "memory";
-    info_.platform = "test";
-    info_.architecture = "sum";
-    info_.sample_shape = {3, 1, 2, 2};
-    info_.class_names = {"up", "down", "flat"};
-    info_.video.ingest.clip_frames = 2;
-    info_.video.ingest.short_side = 4;
-    info_.video.clip.frames = 1;
-    info_.video.transform.size = 2;
-    info_.video.clips = 2;
-  }
+  explicit FakeModel(std::string version = "1") : SumModel("fake", std::move(version)) {}
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
     {
       std::unique_lock lock(mu_);
@@ -53,13 +40,7 @@ class FakeModel : public Model {
       changed_.notify_all();
       changed_.wait(lock, [&] { return open_; });
     }
-    std::vector<float> out;
-    for (int64_t i = 0; i < n; ++i) {
-      float sum = 0;
-      for (int64_t j = 0; j < 12; ++j) sum += input[i * 12 + j];
-      out.insert(out.end(), {sum, -sum, 0.f});
-    }
-    return out;
+    return SumModel::Forward(input, n);
   }
   void set_open(bool open) {
     std::lock_guard lock(mu_);
