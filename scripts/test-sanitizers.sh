@@ -21,11 +21,13 @@ configure() {  # configure DIR SANITIZER
 
 # LibTorch, Gloo and FFmpeg are not instrumented: ASan's leak check would report their caches at
 # exit, so leaks are checked by media_asan_test on Reel's own FFmpeg handles instead.
-# What the unit label runs: its test binaries and `reel` (the command-line tests), not the
-# examples or the binaries of integration tests, which this build never runs.
+# What the unit label runs: its test binaries, `reel` (the command-line tests) and
+# k8s_emit_tool (the Kubernetes schema test), not the examples or the binaries of integration
+# tests, which this build never runs.
 unit_targets() {  # unit_targets DIR
   local name
   echo reel
+  echo k8s_emit_tool
   for name in $(cd "$1" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: //p'); do
     ninja -C "$1" -t query "$name" > /dev/null 2>&1 && echo "$name"
   done
