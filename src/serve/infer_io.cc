@@ -99,19 +99,6 @@ std::string Normalized(std::string_view uri) {
   return std::filesystem::absolute(std::filesystem::path(uri)).lexically_normal().string();
 }
 
-std::vector<float> Softmax(const std::vector<float>& logits, int64_t classes) {
-  std::vector<float> out(logits.size());
-  for (size_t row = 0; row < logits.size() / static_cast<size_t>(classes); ++row) {
-    const float* in = logits.data() + row * classes;
-    float* p = out.data() + row * classes;
-    const float top = *std::max_element(in, in + classes);
-    double sum = 0;
-    for (int64_t k = 0; k < classes; ++k) sum += p[k] = std::exp(in[k] - top);
-    for (int64_t k = 0; k < classes; ++k) p[k] = static_cast<float>(p[k] / sum);
-  }
-  return out;
-}
-
 // The classification extension: each row's top k as "score:index:label", best first.
 Tensor Classification(const std::string& name, const std::vector<float>& scores, int64_t batch,
                       int k, const ModelInfo& info) {
@@ -120,10 +107,7 @@ Tensor Classification(const std::string& name, const std::vector<float>& scores,
   std::vector<std::string> labels;
   for (int64_t row = 0; row < batch; ++row) {
     const float* s = scores.data() + row * classes;
-    std::vector<int64_t> order(static_cast<size_t>(classes));
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                      [&](int64_t a, int64_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+    const std::vector<int64_t> order = TopK(s, classes, k);
     for (int64_t i = 0; i < top; ++i) {
       char score[32];
       std::snprintf(score, sizeof(score), "%.6g", s[order[i]]);
@@ -136,11 +120,6 @@ Tensor Classification(const std::string& name, const std::vector<float>& scores,
   return t;
 }
 
-// The k-th class of `row` with the highest score.
-int64_t TopClass(const float* row, int64_t classes) {
-  return std::max_element(row, row + classes) - row;
-}
-
 // A video's clips as a JSON array: each clip's time span, its best class and that probability.
 std::string TimelineJson(const std::vector<float>& clip_logits, const VideoSamples& samples,
                          const ModelInfo& info) {
@@ -148,7 +127,7 @@ std::string TimelineJson(const std::vector<float>& clip_logits, const VideoSampl
   const std::vector<float> p = Softmax(clip_logits, classes);
   nlohmann::json timeline = nlohmann::json::array();
   for (int64_t c = 0; c < samples.clips; ++c) {
-    const int64_t top = TopClass(p.data() + c * classes, classes);
+    const int64_t top = TopK(p.data() + c * classes, classes, 1)[0];
     timeline.push_back({{"start_s", samples.spans[static_cast<size_t>(c)].start_s},
                         {"end_s", samples.spans[static_cast<size_t>(c)].end_s},
                         {"index", top},
@@ -158,17 +137,22 @@ std::string TimelineJson(const std::vector<float>& clip_logits, const VideoSampl
   return timeline.dump();
 }
 
-// One video's clips through the batcher: their logits, clip after clip.
+// One video's clips through the batcher: their logits, clip after clip. The samples' pixels are
+// handed over, not copied, when all clips fit one batch (the usual case).
 Result<std::vector<float>> ClipLogits(Batcher& batcher, const ModelInfo& info,
-                                      const VideoSamples& samples, const VideoScoring& how) {
+                                      VideoSamples& samples, const VideoScoring& how) {
   const int64_t size = info.sample_size();
   const int64_t max_batch = batcher.options().max_batch;
   std::vector<float> logits;
   for (int64_t first = 0; first < samples.clips; first += max_batch) {
     BatchWork work;
     work.n = std::min(max_batch, samples.clips - first);
-    work.input.assign(samples.input.begin() + first * size,
-                      samples.input.begin() + (first + work.n) * size);
+    if (work.n == samples.clips) {
+      work.input = std::move(samples.input);
+    } else {
+      work.input.assign(samples.input.begin() + first * size,
+                        samples.input.begin() + (first + work.n) * size);
+    }
     work.deadline = how.deadline;
     work.cancelled = how.gone;
     REEL_ASSIGN_OR_RETURN(BatchResult result, batcher.Run(std::move(work)));
@@ -204,6 +188,30 @@ Result<VideoSamples> Decode(std::string_view video, const std::string& name,
 }
 
 }  // namespace
+
+std::vector<float> Softmax(const std::vector<float>& logits, int64_t classes) {
+  std::vector<float> out(logits.size());
+  for (size_t row = 0; row < logits.size() / static_cast<size_t>(classes); ++row) {
+    const float* in = logits.data() + row * classes;
+    float* p = out.data() + row * classes;
+    const float top = *std::max_element(in, in + classes);
+    double sum = 0;
+    for (int64_t k = 0; k < classes; ++k) sum += p[k] = std::exp(in[k] - top);
+    for (int64_t k = 0; k < classes; ++k) p[k] = static_cast<float>(p[k] / sum);
+  }
+  return out;
+}
+
+std::vector<int64_t> TopK(const float* scores, int64_t classes, int k) {
+  std::vector<int64_t> order(static_cast<size_t>(classes));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t top = std::min<int64_t>(k, classes);
+  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int64_t a, int64_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  order.resize(static_cast<size_t>(top));
+  return order;
+}
 
 bool WantsTimeline(const InferRequest& request) {
   return request.timeline ||

@@ -55,6 +55,12 @@ struct VideoScoring {
 Result<Scores> ScoreVideos(Batcher& batcher, const ModelInfo& info,
                            const std::vector<std::string_view>& videos, const VideoScoring& how);
 
+// Row-wise softmax of `logits`, rows of `classes`.
+std::vector<float> Softmax(const std::vector<float>& logits, int64_t classes);
+
+// The indices of the k highest of `scores[0..classes)`, best first (ties: the lower index).
+std::vector<int64_t> TopK(const float* scores, int64_t classes, int k);
+
 // Whether the request asks for the per-clip timeline (parameter or output "timeline").
 bool WantsTimeline(const InferRequest& request);
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -71,20 +70,12 @@ Result<PredictedLine> FailedInput(const PredictInput& in, const Status& status) 
 
 // The k best classes by the softmax of the video's mean logits, best first (ties: lower index).
 LineJson TopClasses(const std::vector<float>& logits, int k, const ModelInfo& info) {
-  const float peak = *std::max_element(logits.begin(), logits.end());
-  std::vector<double> p(logits.size());
-  double sum = 0;
-  for (size_t i = 0; i < p.size(); ++i) sum += p[i] = std::exp(double{logits[i]} - peak);
-  std::vector<size_t> order(p.size());
-  std::iota(order.begin(), order.end(), 0);
-  const size_t top = std::min(order.size(), static_cast<size_t>(k));
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                    [&](size_t a, size_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+  const std::vector<float> p = Softmax(logits, static_cast<int64_t>(logits.size()));
   LineJson out = LineJson::array();
-  for (size_t i = 0; i < top; ++i) {
-    out.push_back({{"label", info.class_names[order[i]]},
-                   {"index", order[i]},
-                   {"score", std::round(p[order[i]] / sum * 1e6) / 1e6}});
+  for (int64_t i : TopK(p.data(), static_cast<int64_t>(p.size()), k)) {
+    out.push_back({{"label", info.class_names[static_cast<size_t>(i)]},
+                   {"index", i},
+                   {"score", std::round(double{p[static_cast<size_t>(i)]} * 1e6) / 1e6}});
   }
   return out;
 }
@@ -239,8 +230,8 @@ class PartWriter {
   FinishedPart part_;
 };
 
-// The inputs `todo` through `workers` decoding threads and the batcher, lines in listing order.
-Status ScoreInputs(const PredictListing& listing, const std::vector<const PredictInput*>& todo,
+// The inputs `pending` through `workers` decoding threads and the batcher, lines in listing order.
+Status ScoreInputs(const PredictListing& listing, const std::vector<const PredictInput*>& pending,
                    const PredictOptions& o, int workers, Model& model, PartWriter& writer,
                    PredictSummary* summary) {
   const ModelInfo& info = model.info();
@@ -255,9 +246,9 @@ Status ScoreInputs(const PredictListing& listing, const std::vector<const Predic
                                        }));
   ThreadPool pool(static_cast<size_t>(workers));
   OrderedMap<Result<PredictedLine>> lines(&pool, 2 * static_cast<size_t>(workers), [&](size_t i) {
-    return PredictOne(listing, *todo[i], *batcher, info, o);
+    return PredictOne(listing, *pending[i], *batcher, info, o);
   });
-  lines.Reset(0, todo.size());
+  lines.Reset(0, pending.size());
   while (lines.HasNext()) {
     Result<PredictedLine> line = lines.Next();
     REEL_RETURN_IF_ERROR(line);
@@ -307,9 +298,9 @@ Result<PredictSummary> Predict(const PredictOptions& o, Model& model) {
   REEL_ASSIGN_OR_RETURN(PredictRecord record, LoadRecord(out, std::move(fresh)));
   REEL_RETURN_IF_ERROR(DropUnlistedParts(out, record));
   REEL_ASSIGN_OR_RETURN(std::set<std::string> done, FinishedKeys(out, record));
-  std::vector<const PredictInput*> todo;
+  std::vector<const PredictInput*> pending;
   for (const PredictInput& in : listing.inputs) {
-    if (!done.count(in.key)) todo.push_back(&in);
+    if (!done.count(in.key)) pending.push_back(&in);
   }
   record.complete = false;
   REEL_RETURN_IF_ERROR(out.Put(kProgressKey, SerializeRecord(record)));
@@ -317,9 +308,9 @@ Result<PredictSummary> Predict(const PredictOptions& o, Model& model) {
   PredictSummary summary;
   summary.output = out.uri();
   summary.listed = static_cast<int64_t>(listing.inputs.size());
-  summary.earlier = summary.listed - static_cast<int64_t>(todo.size());
+  summary.earlier = summary.listed - static_cast<int64_t>(pending.size());
   PartWriter writer(out, &record, o.part_size);
-  REEL_RETURN_IF_ERROR(ScoreInputs(listing, todo, o, workers, model, writer, &summary));
+  REEL_RETURN_IF_ERROR(ScoreInputs(listing, pending, o, workers, model, writer, &summary));
   record.complete = true;
   REEL_RETURN_IF_ERROR(out.Put(kProgressKey, SerializeRecord(record)));
   summary.parts = static_cast<int64_t>(record.parts.size());
