@@ -21,6 +21,12 @@ int RunIngestCommand(ingest::IngestOptions options, const IngestFlags& flags) {
     std::fprintf(stderr, "reel ingest: --mode: %s\n", mode.status().message().c_str());
     return 3;
   }
+  if (*mode == dataset::DatasetMode::kFeatures) {
+    std::fprintf(stderr,
+                 "reel ingest: --mode: features are made by `reel features`, not by an "
+                 "ingest (video or frames)\n");
+    return 3;
+  }
   options.encode.mode = *mode;
   options.shard_bytes = static_cast<uint64_t>(flags.shard_mib * (1 << 20));
   auto report = ingest::RunIngest(options);

@@ -22,23 +22,41 @@ bool IsSplitChar(char c) {
 }  // namespace
 
 std::string_view DatasetModeName(DatasetMode mode) {
-  return mode == DatasetMode::kVideo ? "video" : "frames";
+  switch (mode) {
+    case DatasetMode::kVideo:
+      return "video";
+    case DatasetMode::kFrames:
+      return "frames";
+    case DatasetMode::kFeatures:
+      return "features";
+  }
+  return "unknown";
 }
 
 Result<DatasetMode> ParseDatasetMode(std::string_view name) {
   if (name == "video") return DatasetMode::kVideo;
   if (name == "frames") return DatasetMode::kFrames;
+  if (name == "features") return DatasetMode::kFeatures;
   return InvalidArgumentError("unknown dataset mode '" + PrintableForMessage(name) +
                               "' (expected \"video\" or \"frames\")");
 }
 
 std::string_view PayloadExtension(DatasetMode mode) {
-  return mode == DatasetMode::kVideo ? "mp4" : "frames.zst";
+  switch (mode) {
+    case DatasetMode::kVideo:
+      return "mp4";
+    case DatasetMode::kFrames:
+      return "frames.zst";
+    case DatasetMode::kFeatures:
+      return "f32";
+  }
+  return "";
 }
 
 Result<DatasetMode> ModeOfExtension(std::string_view ext) {
   if (ext == "mp4") return DatasetMode::kVideo;
   if (ext == "frames.zst") return DatasetMode::kFrames;
+  if (ext == "f32") return DatasetMode::kFeatures;
   return InvalidArgumentError("unknown payload extension '" + PrintableForMessage(ext) +
                               "' (expected \"mp4\" or \"frames.zst\")");
 }

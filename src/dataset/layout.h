@@ -33,11 +33,13 @@ inline constexpr std::string_view kManifestFileName = "manifest.json";
 // What a sample's payload member holds.
 //   kVideo:  "<key>.mp4", an H.264 clip in an MP4 container
 //   kFrames: "<key>.frames.zst", uint8 frames as frames_codec.h encodes them
-enum class DatasetMode { kVideo, kFrames };
+//   kFeatures: "<key>.f32", one embedding: little-endian float32 values, as many as the
+//            manifest's features.dim (`reel features`, serve/features.h)
+enum class DatasetMode { kVideo, kFrames, kFeatures };
 
-std::string_view DatasetModeName(DatasetMode mode);           // "video" | "frames"
+std::string_view DatasetModeName(DatasetMode mode);           // "video" | "frames" | "features"
 Result<DatasetMode> ParseDatasetMode(std::string_view name);  // InvalidArgument otherwise
-std::string_view PayloadExtension(DatasetMode mode);          // "mp4" | "frames.zst"
+std::string_view PayloadExtension(DatasetMode mode);          // "mp4" | "frames.zst" | "f32"
 // The mode whose payload extension is `ext`; InvalidArgument for any other extension.
 Result<DatasetMode> ModeOfExtension(std::string_view ext);
 

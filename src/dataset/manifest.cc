@@ -59,6 +59,12 @@ Status Manifest::AddSplit(std::string_view split, const std::vector<ShardStats>&
   return Status::Ok();
 }
 
+int64_t Manifest::feature_dim() const {
+  const auto it = features.find("dim");
+  if (it == features.end() || !it->is_number_integer()) return 0;
+  return it->get<int64_t>();
+}
+
 Status Manifest::Validate() const {
   auto bad = [](const std::string& message) {
     return InvalidArgumentError("manifest: " + message);
@@ -68,7 +74,13 @@ Status Manifest::Validate() const {
                std::to_string(kManifestVersion));
   }
   if (name.empty()) return bad("empty dataset name");
-  if (mode != DatasetMode::kVideo && mode != DatasetMode::kFrames) return bad("unknown mode");
+  if (mode != DatasetMode::kVideo && mode != DatasetMode::kFrames && mode != DatasetMode::kFeatures)
+    return bad("unknown mode");
+  if (!features.is_object()) return bad("features is not a JSON object");
+  if (mode == DatasetMode::kFeatures && feature_dim() < 1)
+    return bad("a features dataset needs features.dim, a positive integer");
+  if (mode != DatasetMode::kFeatures && !features.empty())
+    return bad("features is for mode 'features' only");
   if (classes.empty()) return bad("no classes");
   std::set<std::string_view> seen;
   for (size_t i = 0; i < classes.size(); ++i) {
@@ -141,6 +153,7 @@ Result<std::string> Manifest::Serialize() const {
                 {"clip_settings", clip_settings},
                 {"source_hash", source_hash},
                 {"splits", std::move(splits_json)}};
+    if (mode == DatasetMode::kFeatures) doc["features"] = features;
     return doc.dump(2) + "\n";
   } catch (const json::exception& e) {
     return InvalidArgumentError(std::string("manifest cannot be encoded: ") + e.what());
@@ -178,6 +191,7 @@ Result<Manifest> Manifest::Parse(std::string_view text, std::string_view what) {
   m.clip_settings = top.Object("clip_settings");
   m.source_hash = top.String("source_hash");
   const json& splits = top.Object("splits");
+  if (doc.is_object() && doc.contains("features")) m.features = top.Object("features");
   if (!top.ok()) return corrupt(top.error());
   Result<DatasetMode> parsed_mode = ParseDatasetMode(mode);
   if (!parsed_mode.ok()) return corrupt("mode: " + parsed_mode.status().message());

@@ -8,9 +8,12 @@
 //     "format_version": 1,
 //     "name": "ucf101",                     // non-empty
 //     "mode": "video",                      // "video" (<key>.mp4) | "frames" (<key>.frames.zst)
+//                                           // | "features" (<key>.f32, `reel features`)
 //     "classes": ["ApplyEyeMakeup", ...],   // class names in index order; unique, non-empty
 //     "clip_settings": {...},               // opaque object from the ingest (clip length, ...)
 //     "source_hash": "...",                 // opaque string from the ingest (listing's hash)
+//     "features": {"dim": 128, ...},        // mode "features" only: the embedding's width, and
+//                                           // what made it (serve/features.h)
 //     "splits": {
 //       "train": {
 //         "records": 9537,                  // == sum of class_counts == sum of shard records
@@ -80,6 +83,10 @@ struct Manifest {
   std::map<std::string, SplitInfo> splits;
   nlohmann::json clip_settings = nlohmann::json::object();
   std::string source_hash;
+  // Mode kFeatures: {"dim": width of each record's embedding, ...}; empty for the other modes.
+  nlohmann::json features = nlohmann::json::object();
+  // features.dim (0 for a dataset of another mode).
+  int64_t feature_dim() const;
 
   // Fills splits[split] from the stats a ShardWriter (or LoadShardStats) produced.
   // Errors: InvalidArgument for a bad or already present split name, a label outside `classes`,

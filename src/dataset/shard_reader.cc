@@ -93,13 +93,13 @@ Result<Record> ShardReader::BuildRecord(size_t i, const std::vector<std::string_
   record.key = entry.key;
   record.label = entry.label;
   const IndexMember* payload = nullptr;
-  for (DatasetMode mode : {DatasetMode::kVideo, DatasetMode::kFrames}) {
+  for (DatasetMode mode : {DatasetMode::kVideo, DatasetMode::kFrames, DatasetMode::kFeatures}) {
     if ((payload = entry.Find(PayloadExtension(mode))) != nullptr) {
       record.payload_ext = std::string(PayloadExtension(mode));
       break;
     }
   }
-  if (payload == nullptr) return corrupt("no .mp4 or .frames.zst payload member");
+  if (payload == nullptr) return corrupt("no .mp4, .frames.zst or .f32 payload member");
   const IndexMember* cls = entry.Find("cls");
   if (cls == nullptr) return corrupt("no .cls member");
   const IndexMember* meta = entry.Find("json");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -146,6 +147,10 @@ struct Loader::Impl {
       return sample;
     }
     sample.key = record->key;
+    if (feature_dim > 0) {
+      sample.status = Embedding(*record, &sample.f32);
+      return sample;
+    }
     auto stack = Frames(*record);
     if (!stack.ok()) {
       sample.status = stack.status().WithContext(o.split + "/" + dataset::ShardName(ref.shard) +
@@ -168,6 +173,20 @@ struct Loader::Impl {
       if (!sample.status.ok()) return sample;
     }
     return sample;
+  }
+
+  // A features dataset's record: its stored embedding, as it is (no sampling or transforms).
+  Status Embedding(const dataset::Record& record, std::vector<float>* out) const {
+    const size_t bytes = static_cast<size_t>(feature_dim) * sizeof(float);
+    if (record.payload_ext != "f32" || record.payload.size() != bytes) {
+      return DataLossError("record '" + record.key + "' holds " +
+                           std::to_string(record.payload.size()) + " bytes of ." +
+                           record.payload_ext + ", not the " + std::to_string(bytes) +
+                           " bytes of a " + std::to_string(feature_dim) + "-value embedding");
+    }
+    out->resize(static_cast<size_t>(feature_dim));
+    std::memcpy(out->data(), record.payload.data(), bytes);  // little-endian, as x86 and arm64
+    return Status::Ok();
   }
 
   // Shards in the order the plan first reaches them, for prefetching.
@@ -209,6 +228,7 @@ struct Loader::Impl {
   int64_t epoch = 0;
   bool warned_segregation = false;  // logged once per loader
   LoaderStats stats;
+  int64_t feature_dim = 0;                // a features dataset's embedding width; 0 for clips
   storage::ObjectStore* cache = nullptr;  // the store, when it prefetches (a cache)
   std::vector<uint32_t> shard_sequence;
   std::map<uint32_t, size_t> shard_ordinal;
@@ -238,6 +258,13 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
   }
   auto impl = std::make_unique<Impl>(store, std::move(options));
   impl->classes = manifest.classes;
+  impl->feature_dim = manifest.mode == dataset::DatasetMode::kFeatures ? manifest.feature_dim() : 0;
+  if (impl->feature_dim > 0) {
+    // Embeddings are read as stored: one per record, no flips to relabel.
+    impl->o.clip.clips_per_video = 1;
+    impl->o.flip_pairs.clear();
+    impl->o.reverse_pairs.clear();
+  }
   REEL_ASSIGN_OR_RETURN(impl->mirrored_label,
                         LabelSwaps(impl->classes, impl->o.flip_pairs, "flip_pairs"));
   REEL_ASSIGN_OR_RETURN(impl->reversed_label,
@@ -337,6 +364,7 @@ Result<std::optional<Batch>> Loader::Next() {
   const int clips = m.o.clip.clips_per_video;
   const int n = m.o.transform.size;
   batch.shape = {static_cast<int64_t>(b) * clips, 3, m.o.clip.frames, n, n};
+  if (m.feature_dim > 0) batch.shape = {b, m.feature_dim, 1, 1, 1};
   for (Sample& s : samples) {
     const Sample* use = &s;
     if (!s.status.ok()) {

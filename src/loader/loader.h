@@ -14,6 +14,9 @@
 // shard and key, counted in stats(), and replaced in its batch by another sample of that batch,
 // so batch shapes and counts stay equal across ranks.
 //
+// A features dataset (`reel features`) gives one stored embedding per record instead: the clip
+// options and transforms do not apply, and its records keep their stored labels.
+//
 // Resuming: state() after a batch is (seed, epoch, samples delivered); Start(state) continues so
 // that the remaining batches of the epoch are exactly those an uninterrupted run would give.
 //
@@ -58,7 +61,8 @@ struct LoaderOptions {
 };
 
 struct Batch {
-  // B x C x T x H x W, C = 3; `f32` when the transform normalises, else `u8`.
+  // B x C x T x H x W, C = 3; `f32` when the transform normalises, else `u8`. From a features
+  // dataset (serve/features.h): B x D x 1 x 1 x 1, one stored embedding per record in `f32`.
   std::array<int64_t, 5> shape = {0, 0, 0, 0, 0};
   std::vector<float> f32;
   std::vector<uint8_t> u8;

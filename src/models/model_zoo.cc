@@ -1,5 +1,6 @@
 #include "models/model_zoo.h"
 
+#include "models/feature_head.h"
 #include "models/frame_cnn.h"
 #include "models/video_resnet.h"
 
@@ -14,6 +15,15 @@ Result<torch::nn::AnyModule> BuildModel(const ModelSpec& spec) {
     if (spec.width > 0) o.width = spec.width;
     o.centre_frame_only = n == "single_frame";
     return torch::nn::AnyModule(FrameCnn(o));
+  }
+  if (n == "head") {
+    if (spec.in_features < 1) {
+      return InvalidArgumentError(
+          "model head: in_features unknown (it is the width of the features dataset it trains "
+          "on)");
+    }
+    return torch::nn::AnyModule(
+        FeatureHead(FeatureHeadOptions{spec.in_features, spec.hidden, spec.num_classes}));
   }
   VideoResNetOptions o;
   o.num_classes = spec.num_classes;
@@ -31,6 +41,10 @@ Result<torch::nn::AnyModule> BuildModel(const ModelSpec& spec) {
     if (spec.width > 0) o.width = spec.width;
     o.layers = spec.layers;
   }
+  if (spec.head_stage < 1 || spec.head_stage > 4)
+    return InvalidArgumentError("the classifier's stage must be 1 to 4");
+  o.head_stage = spec.head_stage;
+  o.hidden = spec.hidden;
   return torch::nn::AnyModule(VideoResNet(o));
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/check.h"
+
 namespace reel::models {
 namespace {
 
@@ -127,20 +129,27 @@ VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
     }
     return register_module("layer" + std::to_string(index), layer);
   };
+  REEL_CHECK(o.head_stage >= 1 && o.head_stage <= 4) << "head_stage " << o.head_stage;
   layer1 = make_layer(1, w, o.layers[0], 1);
-  layer2 = make_layer(2, 2 * w, o.layers[1], 2);
-  layer3 = make_layer(3, 4 * w, o.layers[2], 2);
-  layer4 = make_layer(4, 8 * w, o.layers[3], 2);
+  if (o.head_stage >= 2) layer2 = make_layer(2, 2 * w, o.layers[1], 2);
+  if (o.head_stage >= 3) layer3 = make_layer(3, 4 * w, o.layers[2], 2);
+  if (o.head_stage >= 4) layer4 = make_layer(4, 8 * w, o.layers[3], 2);
   avgpool =
       register_module("avgpool", nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1})));
-  fc = register_module("fc", nn::Linear(8 * w, o.num_classes));
+  fc = Classifier(*this, w << (o.head_stage - 1), o.hidden, o.num_classes);
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): LibTorch modules take tensors by value
+torch::Tensor VideoResNetImpl::features(torch::Tensor x, int stage) {
+  REEL_CHECK(stage >= 1 && stage <= options_.head_stage) << "stage " << stage;
+  nn::Sequential* stages[] = {&layer1, &layer2, &layer3, &layer4};
+  x = stem->forward(x);
+  for (int s = 0; s < stage; ++s) x = (*stages[s])->forward(x);
+  return avgpool->forward(x).flatten(1);
 }
 
 torch::Tensor VideoResNetImpl::forward(torch::Tensor x) {
-  x = stem->forward(x);
-  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
-  x = avgpool->forward(x).flatten(1);
-  return fc->forward(x);
+  return fc(features(std::move(x), options_.head_stage));
 }
 
 }  // namespace reel::models

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "models/classifier.h"
 
 namespace reel::models {
 
@@ -21,6 +22,9 @@ struct VideoResNetOptions {
   int num_classes = 400;
   std::array<int, 4> layers = {2, 2, 2, 2};  // blocks per stage
   int width = 64;                            // channels of the first stage; then 2x, 4x, 8x
+  // The classifier reads the pooled output of this stage (1-4); later stages are not built.
+  int head_stage = 4;
+  std::vector<int> hidden;  // the classifier's hidden widths (classifier.h); empty: torchvision's
 };
 
 // Input [B, 3, T, H, W] float, output [B, num_classes] logits.
@@ -28,6 +32,9 @@ class VideoResNetImpl : public torch::nn::Module {
  public:
   explicit VideoResNetImpl(const VideoResNetOptions& options);
   torch::Tensor forward(torch::Tensor x);
+  // The output of stage `stage` (1 to options().head_stage), averaged over time and space:
+  // [B, width << (stage - 1)]. At head_stage it is what the classifier reads.
+  torch::Tensor features(torch::Tensor x, int stage);
   const VideoResNetOptions& options() const { return options_; }
 
  private:
@@ -35,7 +42,7 @@ class VideoResNetImpl : public torch::nn::Module {
   torch::nn::Sequential stem{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::AdaptiveAvgPool3d avgpool{nullptr};
-  torch::nn::Linear fc{nullptr};
+  Classifier fc;
 };
 TORCH_MODULE(VideoResNet);
 

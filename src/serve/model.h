@@ -45,12 +45,27 @@ struct ModelInfo {
   int64_t num_classes() const { return static_cast<int64_t>(class_names.size()); }
 };
 
+struct Embeddings {
+  int64_t width = 0;          // values per sample
+  std::vector<float> values;  // n × width
+};
+
 class Model {
  public:
   virtual ~Model() = default;
   const ModelInfo& info() const { return info_; }
   // `input`: n samples, one after the other. Returns n × num_classes logits.
   virtual Result<std::vector<float>> Forward(const float* input, int64_t n) const = 0;
+  // The output of `layer` for n samples, averaged over time and space: "avgpool" is what the
+  // classifier reads, "layer1".."layer4" a stage's output (models/video_resnet.h). InvalidArgument
+  // for a layer the model lacks; Unimplemented for models without named stages (TorchScript,
+  // the frame CNNs).
+  virtual Result<Embeddings> Embed(const float* /*input*/, int64_t /*n*/,
+                                   const std::string& /*layer*/) const {
+    return UnimplementedError(info_.source + " (" + info_.architecture +
+                              ") has no named layers to take features from; features come from "
+                              "Reel's video ResNets (r3d, mc3, r2plus1d and their _18 forms)");
+  }
 
  protected:
   ModelInfo info_;

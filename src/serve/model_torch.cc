@@ -12,6 +12,7 @@
 #include "models/model_spec.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
+#include "models/video_resnet.h"
 #include "registry/model_uri.h"
 #include "registry/registry.h"
 #include "registry/views.h"
@@ -69,22 +70,6 @@ Result<Parts> PartsFromPath(const std::string& path, const LoadOptions& options)
   parts.version = "1";
   parts.source = path;
   return parts;
-}
-
-// The architecture as registration recorded it (train::ArchitectureJson).
-Result<models::ModelSpec> SpecOf(const nlohmann::json& architecture, const std::string& source) {
-  models::ModelSpec spec;
-  try {
-    spec.name = architecture.at("name").get<std::string>();
-    spec.num_classes = architecture.at("num_classes").get<int>();
-    spec.width = architecture.value("width", 0);
-    if (architecture.contains("layers"))
-      spec.layers = architecture["layers"].get<std::array<int, 4>>();
-  } catch (const nlohmann::json::exception& e) {
-    return InvalidArgumentError(source + ": the version's architecture is not one Reel builds (" +
-                                e.what() + ")");
-  }
-  return spec;
 }
 
 // The ingest settings of the training dataset when its manifest can be read; otherwise clips of
@@ -177,6 +162,28 @@ class ModuleModel : public Model {
   ModuleModel(ModelInfo info, torch::nn::AnyModule module) : module_(std::move(module)) {
     info_ = std::move(info);
   }
+  Result<Embeddings> Embed(const float* input, int64_t n, const std::string& layer) const override {
+    auto resnet = std::dynamic_pointer_cast<models::VideoResNetImpl>(module_.ptr());
+    if (!resnet) return Model::Embed(input, n, layer);
+    REEL_ASSIGN_OR_RETURN(int stage, models::StageOfLayer(layer));
+    if (stage > resnet->options().head_stage) {
+      return InvalidArgumentError(info_.source + " has no " + layer +
+                                  ": its classifier sits on layer" +
+                                  std::to_string(resnet->options().head_stage));
+    }
+    Embeddings out;
+    auto values = Guarded([&] {
+      torch::Tensor x = InputTensor(input, n, info_.sample_shape);
+      torch::Tensor f = resnet->features(x, stage).to(torch::kFloat32).contiguous();
+      out.width = f.size(1);
+      std::vector<float> v(static_cast<size_t>(f.numel()));
+      std::memcpy(v.data(), f.data_ptr<float>(), v.size() * sizeof(float));
+      return Result<std::vector<float>>(std::move(v));
+    });
+    if (!values.ok()) return values.status();
+    out.values = std::move(*values);
+    return out;
+  }
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
     return Guarded([&] {
       torch::Tensor x = InputTensor(input, n, info_.sample_shape);
@@ -218,7 +225,8 @@ Result<int64_t> WarmUp(const Model& model, int64_t sample_size) {
 }
 
 Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts) {
-  REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, SpecOf(parts.architecture, parts.source));
+  REEL_ASSIGN_OR_RETURN(models::ModelSpec spec,
+                        train::SpecFromArchitecture(parts.architecture, parts.source));
   REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule module, models::BuildModel(spec));
   Status loaded = models::LoadStateDict(*module.ptr(), parts.weights);
   if (!loaded.ok()) {

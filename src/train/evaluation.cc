@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/manifest.h"
 #include "loader/torch_batch.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
@@ -78,6 +79,32 @@ Result<std::unique_ptr<storage::ObjectStore>> OpenDataset(const TrainConfig& con
   return storage::OpenStore(config.data.dataset, open);
 }
 
+Result<models::ModelSpec> ModelForDataset(const TrainConfig& config, storage::ObjectStore& store) {
+  models::ModelSpec spec = config.model;
+  REEL_ASSIGN_OR_RETURN(dataset::Manifest manifest, dataset::Manifest::Read(store, ""));
+  const bool features = manifest.mode == dataset::DatasetMode::kFeatures;
+  if (spec.name != "head" && features) {
+    return InvalidArgumentError(config.data.dataset +
+                                " holds features (reel features): train model name 'head' on it, "
+                                "not '" +
+                                spec.name + "'");
+  }
+  if (spec.name != "head") return spec;
+  if (!features) {
+    return InvalidArgumentError("model head trains on stored features (reel features), and " +
+                                config.data.dataset + " holds " +
+                                std::string(dataset::DatasetModeName(manifest.mode)));
+  }
+  const int64_t dim = manifest.feature_dim();
+  if (spec.in_features != 0 && spec.in_features != dim) {
+    return InvalidArgumentError("model.in_features is " + std::to_string(spec.in_features) +
+                                " but the features of " + config.data.dataset + " are " +
+                                std::to_string(dim) + " wide");
+  }
+  spec.in_features = static_cast<int>(dim);
+  return spec;
+}
+
 Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& module,
                             const torch::Device& device, const Precision& precision,
                             storage::ObjectStore& store, const loader::LoaderOptions& options,
@@ -94,10 +121,11 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
   torch::NoGradGuard no_grad;
   Evaluator evaluator(num_classes);
   std::set<std::string> seen;
-  const int per_sample = options.clip.clips_per_video;
   while (true) {
     REEL_ASSIGN_OR_RETURN(auto batch, loader->Next());
     if (!batch) break;
+    // Clips per sample: the options' for videos, one for a features dataset's embeddings.
+    const size_t per_sample = batch->labels.size() / static_cast<size_t>(options.batch_size);
     std::vector<std::string> keys =
         std::move(batch->keys);  // ToTensors needs only pixels and labels
     std::vector<int> labels = batch->labels;
@@ -112,7 +140,7 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
     for (size_t i = 0; i * per_sample < keys.size(); ++i) {
       const std::string& key = keys[i * per_sample];
       if (!seen.insert(key).second) continue;
-      for (int c = 0; c < per_sample; ++c) {
+      for (size_t c = 0; c < per_sample; ++c) {
         size_t row = i * per_sample + c;
         std::vector<float> clip_scores(s + row * num_classes, s + (row + 1) * num_classes);
         REEL_RETURN_IF_ERROR(evaluator.Add(clip_scores, labels[row], VideoKeyOf(key)));
@@ -128,6 +156,7 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
 }  // namespace internal
 
 using internal::Evaluate;
+using internal::ModelForDataset;
 using internal::OpenDataset;
 using internal::Precision;
 using internal::ResolveDevice;
@@ -162,7 +191,9 @@ Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& o
     std::string source;
     REEL_ASSIGN_OR_RETURN(models::SafetensorsFile weights,
                           WeightsToEvaluate(config, options, &source));
-    REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, models::BuildModel(config.model));
+    REEL_ASSIGN_OR_RETURN(auto store, OpenDataset(config));
+    REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, ModelForDataset(config, *store));
+    REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, models::BuildModel(spec));
     std::shared_ptr<torch::nn::Module> module = model.ptr();
     Status loaded = models::LoadStateDict(*module, weights);
     if (!loaded.ok()) {
@@ -170,7 +201,6 @@ Result<EvalReport> RunEvaluation(const TrainConfig& config, const EvalOptions& o
                                      "': " + loaded.message());
     }
     module->to(device);
-    REEL_ASSIGN_OR_RETURN(auto store, OpenDataset(config));
     loader::LoaderOptions eval =
         config.EvalLoaderOptions(options.split.empty() ? config.data.val_split : options.split);
     if (options.eval_clips > 0) {

@@ -31,6 +31,11 @@ Result<Precision> ResolvePrecision(AmpMode mode, const torch::Device& device);
 // The dataset's store, through the config's cache when it names one.
 Result<std::unique_ptr<storage::ObjectStore>> OpenDataset(const TrainConfig& config);
 
+// The config's model with what its dataset decides: a head's input width is the stored
+// features' width. InvalidArgument for a head on a dataset of clips, a video model on features,
+// or a model.in_features the features do not have; the manifest's errors.
+Result<models::ModelSpec> ModelForDataset(const TrainConfig& config, storage::ObjectStore& store);
+
 // Clip-level and video-level metrics of `model` on one split. The loader pads the last batch
 // with repeats; those are recognised by key and counted once.
 Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& module,

@@ -152,10 +152,38 @@ Result<registry::VersionInfo> RegisterTrainedModel(
 }
 
 nlohmann::json ArchitectureJson(const models::ModelSpec& spec) {
-  return {{"name", spec.name},
-          {"num_classes", spec.num_classes},
-          {"width", spec.width},
-          {"layers", spec.layers}};
+  nlohmann::json a = {{"name", spec.name},
+                      {"num_classes", spec.num_classes},
+                      {"width", spec.width},
+                      {"layers", spec.layers}};
+  // Only when set, so the architectures recorded before these keys existed compare equal.
+  if (spec.head_stage != 4) a["layer"] = "layer" + std::to_string(spec.head_stage);
+  if (!spec.hidden.empty()) a["hidden"] = spec.hidden;
+  if (spec.in_features != 0) a["in_features"] = spec.in_features;
+  return a;
+}
+
+Result<models::ModelSpec> SpecFromArchitecture(const nlohmann::json& architecture,
+                                               const std::string& source) {
+  models::ModelSpec spec;
+  try {
+    spec.name = architecture.at("name").get<std::string>();
+    spec.num_classes = architecture.at("num_classes").get<int>();
+    spec.width = architecture.value("width", 0);
+    if (architecture.contains("layers"))
+      spec.layers = architecture["layers"].get<std::array<int, 4>>();
+    if (architecture.contains("hidden"))
+      spec.hidden = architecture["hidden"].get<std::vector<int>>();
+    spec.in_features = architecture.value("in_features", 0);
+    if (architecture.contains("layer")) {
+      REEL_ASSIGN_OR_RETURN(spec.head_stage,
+                            models::StageOfLayer(architecture["layer"].get<std::string>()));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(source + ": the version's architecture is not one Reel builds (" +
+                                e.what() + ")");
+  }
+  return spec;
 }
 
 nlohmann::json MetricsJson(const nlohmann::json& eval_report) {
@@ -178,6 +206,7 @@ Result<registry::NewVersion> VersionFromCheckpoint(const CheckpointData& checkpo
   if (eval != nullptr) v.metrics = MetricsJson(*eval);
   v.recipe = {{"op", "register"}, {"source", origin}, {"step", checkpoint.step}};
   AddCodeVersion(&v);
+  if (config.model.name == "head") REEL_RETURN_IF_ERROR(WithBackbone(config, &v));
   return v;
 }
 

@@ -46,6 +46,18 @@ Result<models::SafetensorsFile> ReadInitialWeights(const std::string& init,
                                                    const RegistryConfig& registry,
                                                    std::optional<registry::VersionId>* parent);
 
+// A head (`model: {name: head}`) trained on stored features, made one version with the frozen
+// backbone the features came from (the features manifest names it; serve/features.h): the
+// backbone's weights up to the features' layer and the head's as its classifier (classifier.h
+// names them alike), the architecture of the backbone with that classifier, and the backbone's
+// config with its model section so (serving and evaluation cut videos as the backbone saw them);
+// the head's own architecture and config go into the recipe, and a registered backbone becomes
+// the parent. VersionFromCheckpoint applies it to every head run, so `reel train`'s registration,
+// `reel models register RUN` and `reel serve RUN` see the combined model.
+// Errors: FailedPrecondition when the features name no backbone or one without that layer;
+// the dataset's, registry's and files' errors.
+Status WithBackbone(const TrainConfig& config, registry::NewVersion* v);
+
 // A finished run's last checkpoint as a new version of registry.model on registry.branch, with
 // `parent` (model.init's version) as its lineage and registry.aliases pointed at it.
 Result<registry::VersionInfo> RegisterTrainedModel(
@@ -61,6 +73,9 @@ Result<registry::VersionInfo> RegisterBestModel(const TrainConfig& config,
                                                 const std::optional<registry::VersionId>& parent);
 
 nlohmann::json ArchitectureJson(const models::ModelSpec& spec);
+// The inverse: a version's recorded architecture as a spec. InvalidArgument naming `source`.
+Result<models::ModelSpec> SpecFromArchitecture(const nlohmann::json& architecture,
+                                               const std::string& source);
 // An eval report as a version's metrics: everything but the per-video predictions.
 nlohmann::json MetricsJson(const nlohmann::json& eval_report);
 

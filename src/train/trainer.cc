@@ -35,7 +35,9 @@ Status Run::Setup() {
   REEL_ASSIGN_OR_RETURN(device_, ResolveDevice(c_.device, o_.world.local_rank));
   REEL_ASSIGN_OR_RETURN(precision_, ResolvePrecision(c_.amp, device_));
   torch::manual_seed(c_.seed);
-  REEL_ASSIGN_OR_RETURN(model_, models::BuildModel(c_.model));
+  REEL_ASSIGN_OR_RETURN(store_, OpenDataset(c_));
+  REEL_ASSIGN_OR_RETURN(models::ModelSpec spec, ModelForDataset(c_, *store_));
+  REEL_ASSIGN_OR_RETURN(model_, models::BuildModel(spec));
   module_ = model_.ptr();
   module_->to(device_);
   module_->train();
@@ -43,7 +45,6 @@ Status Run::Setup() {
   optimizer_ = MakeOptimizer(*module_, c_.optimizer);
   scaler_ = std::make_unique<GradScaler>(precision_.scale_loss);
 
-  REEL_ASSIGN_OR_RETURN(store_, OpenDataset(c_));
   auto opened =
       loader::Loader::Open(*store_, c_.TrainLoaderOptions(o_.world.world_size, o_.world.rank));
   if (!opened.ok()) {
