@@ -80,6 +80,10 @@ TEST(LayoutTest, SplitsRootsAndModes) {
   EXPECT_EQ(PayloadExtension(DatasetMode::kFrames), "frames.zst");
   EXPECT_EQ(*ModeOfExtension("mp4"), DatasetMode::kVideo);
   EXPECT_FALSE(ModeOfExtension("zst").ok());
+  EXPECT_EQ(*ParseDatasetMode("features"), DatasetMode::kFeatures);
+  EXPECT_EQ(DatasetModeName(DatasetMode::kFeatures), "features");
+  EXPECT_EQ(PayloadExtension(DatasetMode::kFeatures), "f32");
+  EXPECT_EQ(*ModeOfExtension("f32"), DatasetMode::kFeatures);
   storage::MemoryStore store("x");
   EXPECT_EQ(ObjectUri(store, "a/b"), "mem://x/a/b");
 }

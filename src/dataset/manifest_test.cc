@@ -268,6 +268,25 @@ TEST(ManifestValidationTest, AddSplitAndValidateRefuseInconsistentInput) {
   bad = m;
   bad.source_hash = std::string("\xff", 1);
   EXPECT_STATUS(bad.Serialize(), StatusCode::kInvalidArgument);
+
+  // Features: the width is required, written and read back; other modes carry none.
+  Manifest features = m;
+  features.mode = DatasetMode::kFeatures;
+  EXPECT_STATUS(features.Validate(), StatusCode::kInvalidArgument);  // no features.dim
+  features.features = {{"dim", 0}};
+  EXPECT_STATUS(features.Validate(), StatusCode::kInvalidArgument);
+  features.features = {{"dim", 128}, {"layer", "avgpool"}};
+  ASSERT_OK_AND_ASSIGN(std::string text, features.Serialize());
+  ASSERT_OK_AND_ASSIGN(Manifest back, Manifest::Parse(text));
+  EXPECT_EQ(back.mode, DatasetMode::kFeatures);
+  EXPECT_EQ(back.feature_dim(), 128);
+  EXPECT_EQ(back.features["layer"], "avgpool");
+  bad = m;
+  bad.features = {{"dim", 128}};
+  EXPECT_STATUS(bad.Validate(), StatusCode::kInvalidArgument);  // a video dataset
+  json doc = json::parse(text);
+  doc["features"] = "wide";
+  EXPECT_STATUS(Manifest::Parse(doc.dump()), StatusCode::kDataLoss);
 }
 
 }  // namespace
