@@ -5,8 +5,7 @@
 
 #include <set>
 
-#include "datagen/datagen.h"
-#include "ingest/pipeline.h"
+#include "ingest/testing/datagen_dataset.h"
 #include "loader/loader.h"
 #include "storage/caching_store.h"
 #include "storage/open.h"
@@ -27,22 +26,10 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
     auto s3 = storage::S3Store::Open(bucket, "", *options);
     ASSERT_TRUE(s3.ok() && (*s3)->CreateBucket().ok());
   }
-  auto raw = storage::OpenStore("mem://loader-s3-raw");
-  datagen::DatagenOptions dg;
-  dg.videos_per_class = 2;
-  dg.width = 48;
-  dg.height = 40;
-  dg.show_progress = false;
-  ASSERT_OK(datagen::GenerateDataset(**raw, "ucf", dg, 2));
-  ingest::IngestOptions io;
-  io.source = "mem://loader-s3-raw/ucf";
-  io.output = "s3://" + bucket + "/ds";
-  io.clip.clip_frames = 8;
-  io.clip.short_side = 32;
-  io.shard_bytes = 64 << 10;
-  io.progress = false;
-  auto report = ingest::RunIngest(io);
-  ASSERT_OK(report);
+  ingest::testing::DatagenDataset d;
+  d.videos_per_class = 2;
+  ASSERT_OK_AND_ASSIGN(ingest::IngestReport report, ingest::testing::MakeDatagenDataset(
+                                                        "loader-s3", "s3://" + bucket + "/ds", d));
 
   reel::testing::TempDir dir_owner;
   const std::string dir = dir_owner.path();
@@ -75,7 +62,7 @@ TEST(LoaderS3Test, ReadsAnS3DatasetExactlyOncePerEpochThroughTheCache) {
     EXPECT_EQ((*loader)->stats().corrupt_records, 0u);
   }
   EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), keys.size());
-  EXPECT_GE(keys.size(), static_cast<size_t>(report->clips["train"] - 3));
+  EXPECT_GE(keys.size(), static_cast<size_t>(report.clips["train"] - 3));
 
   // A second pass is served by the cache: no request reaches the server.
   uint64_t before = server->stats().requests;

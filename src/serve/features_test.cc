@@ -12,10 +12,9 @@
 #include <set>
 
 #include "base/files.h"
-#include "datagen/datagen.h"
 #include "dataset/manifest.h"
 #include "dataset/shard_reader.h"
-#include "ingest/pipeline.h"
+#include "ingest/testing/datagen_dataset.h"
 #include "loader/loader.h"
 #include "models/model_zoo.h"
 #include "models/safetensors.h"
@@ -39,21 +38,10 @@ std::string ReleaseCheckpointStep() {
 // 8 classes x 3 datagen videos as 8-frame clips at short side 32, made once, in memory.
 const std::string& ClipsDataset() {
   static const std::string uri = [] {
-    auto raw = storage::OpenStore("mem://features-raw");
-    datagen::DatagenOptions d;
-    d.videos_per_class = 3;
-    d.width = 48;
-    d.height = 40;
-    d.show_progress = false;
-    EXPECT_OK(datagen::GenerateDataset(**raw, "ucf", d, 2));
-    ingest::IngestOptions io;
-    io.source = "mem://features-raw/ucf";
-    io.output = "mem://features-clips";
-    io.encode.mode = dataset::DatasetMode::kFrames;
-    io.clip.clip_frames = 8;
-    io.clip.short_side = 32;
-    io.progress = false;
-    EXPECT_OK(ingest::RunIngest(io));
+    ingest::testing::DatagenDataset d;
+    d.mode = dataset::DatasetMode::kFrames;
+    d.shard_bytes = 128ull << 20;
+    EXPECT_OK(ingest::testing::MakeDatagenDataset("features", "mem://features-clips", d));
     return std::string("mem://features-clips");
   }();
   return uri;

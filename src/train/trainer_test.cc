@@ -9,8 +9,7 @@
 #include <fstream>
 #include <map>
 
-#include "datagen/datagen.h"
-#include "ingest/pipeline.h"
+#include "ingest/testing/datagen_dataset.h"
 #include "storage/open.h"
 #include "testing/status_matchers.h"
 #include "train/checkpoint.h"
@@ -21,24 +20,11 @@ namespace {
 // 8 classes x 3 videos, 8-frame clips at short side 32, made once per process.
 const std::string& DatasetUri() {
   static const std::string uri = [] {
-    auto raw = storage::OpenStore("mem://trainer-raw");
-    datagen::DatagenOptions o;
-    o.videos_per_class = 3;
-    o.width = 40;
-    o.height = 32;
-    o.min_frames = 16;
-    o.max_frames = 16;
-    o.show_progress = false;
-    EXPECT_OK(datagen::GenerateDataset(**raw, "ucf", o, 2));
-    ingest::IngestOptions io;
-    io.source = "mem://trainer-raw/ucf";
-    io.output = "mem://trainer-ds";
-    io.clip.clip_frames = 8;
-    io.clip.short_side = 32;
-    io.shard_bytes = 64 << 10;
-    io.progress = false;
-    auto report = ingest::RunIngest(io);
-    EXPECT_OK(report);
+    ingest::testing::DatagenDataset d;
+    d.width = 40;
+    d.height = 32;
+    d.frames = 16;
+    EXPECT_OK(ingest::testing::MakeDatagenDataset("trainer", "mem://trainer-ds", d));
     return std::string("mem://trainer-ds");
   }();
   return uri;
