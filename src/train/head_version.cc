@@ -1,10 +1,12 @@
 // A head trained on stored features, registered with the frozen backbone they came from as one
 // version (registration.h, WithBackbone).
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dataset/manifest.h"
 #include "registry/model_uri.h"
+#include "registry/views.h"
 #include "storage/open.h"
 #include "train/registration.h"
 
