@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "base/check.h"
 #include "base/hash.h"
 #include "base/strings.h"
 
@@ -19,46 +20,44 @@ bool IsSplitChar(char c) {
          c == '-';
 }
 
+// Every mode with its name and its payload member's extension: the one table the four
+// functions below read.
+struct ModeNames {
+  DatasetMode mode;
+  std::string_view name, extension;
+};
+constexpr ModeNames kModes[] = {{DatasetMode::kVideo, "video", "mp4"},
+                                {DatasetMode::kFrames, "frames", "frames.zst"},
+                                {DatasetMode::kFeatures, "features", "f32"}};
+
+const ModeNames& NamesOf(DatasetMode mode) {
+  for (const ModeNames& m : kModes) {
+    if (m.mode == mode) return m;
+  }
+  REEL_CHECK(false) << "dataset mode " << static_cast<int>(mode) << " is not in kModes";
+  return kModes[0];
+}
+
 }  // namespace
 
-std::string_view DatasetModeName(DatasetMode mode) {
-  switch (mode) {
-    case DatasetMode::kVideo:
-      return "video";
-    case DatasetMode::kFrames:
-      return "frames";
-    case DatasetMode::kFeatures:
-      return "features";
-  }
-  return "unknown";
-}
+std::string_view DatasetModeName(DatasetMode mode) { return NamesOf(mode).name; }
 
 Result<DatasetMode> ParseDatasetMode(std::string_view name) {
-  if (name == "video") return DatasetMode::kVideo;
-  if (name == "frames") return DatasetMode::kFrames;
-  if (name == "features") return DatasetMode::kFeatures;
+  for (const ModeNames& m : kModes) {
+    if (m.name == name) return m.mode;
+  }
   return InvalidArgumentError("unknown dataset mode '" + PrintableForMessage(name) +
-                              "' (expected \"video\" or \"frames\")");
+                              "' (expected \"video\", \"frames\" or \"features\")");
 }
 
-std::string_view PayloadExtension(DatasetMode mode) {
-  switch (mode) {
-    case DatasetMode::kVideo:
-      return "mp4";
-    case DatasetMode::kFrames:
-      return "frames.zst";
-    case DatasetMode::kFeatures:
-      return "f32";
-  }
-  return "";
-}
+std::string_view PayloadExtension(DatasetMode mode) { return NamesOf(mode).extension; }
 
 Result<DatasetMode> ModeOfExtension(std::string_view ext) {
-  if (ext == "mp4") return DatasetMode::kVideo;
-  if (ext == "frames.zst") return DatasetMode::kFrames;
-  if (ext == "f32") return DatasetMode::kFeatures;
+  for (const ModeNames& m : kModes) {
+    if (m.extension == ext) return m.mode;
+  }
   return InvalidArgumentError("unknown payload extension '" + PrintableForMessage(ext) +
-                              "' (expected \"mp4\" or \"frames.zst\")");
+                              "' (expected \"mp4\", \"frames.zst\" or \"f32\")");
 }
 
 Status ValidateSampleKey(std::string_view key) {

@@ -133,15 +133,20 @@ torch::Tensor InputTensor(const float* input, int64_t n, const std::vector<int64
   return torch::from_blob(const_cast<float*>(input), sizes, torch::kFloat32);
 }
 
+// A tensor's values as FP32, row-major.
+std::vector<float> FloatsOf(const torch::Tensor& t) {
+  const torch::Tensor f = t.to(torch::kFloat32).contiguous();
+  std::vector<float> values(static_cast<size_t>(f.numel()));
+  std::memcpy(values.data(), f.data_ptr<float>(), values.size() * sizeof(float));
+  return values;
+}
+
 Result<std::vector<float>> LogitsOf(const torch::Tensor& output, int64_t n) {
   if (output.dim() != 2 || output.size(0) != n) {
     return InternalError("the model returned a tensor of shape " + c10::str(output.sizes()) +
                          ", not [" + std::to_string(n) + ", classes]");
   }
-  const torch::Tensor logits = output.to(torch::kFloat32).contiguous();
-  std::vector<float> values(static_cast<size_t>(logits.numel()));
-  std::memcpy(values.data(), logits.data_ptr<float>(), values.size() * sizeof(float));
-  return values;
+  return FloatsOf(output);
 }
 
 // Runs `forward` with LibTorch's errors turned into Status.
@@ -174,11 +179,9 @@ class ModuleModel : public Model {
     Embeddings out;
     auto values = Guarded([&] {
       torch::Tensor x = InputTensor(input, n, info_.sample_shape);
-      torch::Tensor f = resnet->features(x, stage).to(torch::kFloat32).contiguous();
+      torch::Tensor f = resnet->features(x, stage);
       out.width = f.size(1);
-      std::vector<float> v(static_cast<size_t>(f.numel()));
-      std::memcpy(v.data(), f.data_ptr<float>(), v.size() * sizeof(float));
-      return Result<std::vector<float>>(std::move(v));
+      return Result<std::vector<float>>(FloatsOf(f));
     });
     if (!values.ok()) return values.status();
     out.values = std::move(*values);
