@@ -8,11 +8,15 @@
 #include <string>
 
 #include "apps/reel/commands.h"
+#include "base/allocator.h"
 #include "base/logging.h"
 #include "base/sync_point.h"
 
 int main(int argc, char** argv) {
   reel::cli::EnsurePassiveOpenMp(argc, argv);
+  // Training steps and served batches allocate and free the same large tensors over and over;
+  // the heap keeps them instead of the kernel taking them back each time (base/allocator.h).
+  reel::RetainFreedHeapMemory();
   CLI::App app{"reel: video datasets on any store, distributed training and evaluation"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("reel ") + REEL_VERSION);

@@ -3,6 +3,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace reel::train {
 
 // LibTorch 2.4 replaced the CUDA-only autocast switches with per-device ones.
@@ -10,19 +14,50 @@ namespace reel::train {
 #define REEL_AUTOCAST_PER_DEVICE 1
 #endif
 
-AutocastGuard::AutocastGuard(bool enabled, torch::ScalarType dtype) : enabled_(enabled) {
-  if (!enabled_) return;
+namespace {
+
+// The autocast switches of one device type; LibTorch before 2.4 had a pair for CPU and one for
+// CUDA ("gpu").
+bool AutocastEnabled(torch::DeviceType device) {
 #ifdef REEL_AUTOCAST_PER_DEVICE
-  previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
-  previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+  return at::autocast::is_autocast_enabled(device);
 #else
-  previous_ = at::autocast::is_enabled();
-  previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-  at::autocast::set_enabled(true);
-  at::autocast::set_autocast_gpu_dtype(dtype);
+  return device == torch::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
 #endif
+}
+
+torch::ScalarType AutocastDtype(torch::DeviceType device) {
+#ifdef REEL_AUTOCAST_PER_DEVICE
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == torch::kCPU ? at::autocast::get_autocast_cpu_dtype()
+                               : at::autocast::get_autocast_gpu_dtype();
+#endif
+}
+
+void SetAutocast(torch::DeviceType device, bool enabled, torch::ScalarType dtype) {
+#ifdef REEL_AUTOCAST_PER_DEVICE
+  at::autocast::set_autocast_enabled(device, enabled);
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == torch::kCPU) {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+#endif
+}
+
+}  // namespace
+
+AutocastGuard::AutocastGuard(bool enabled, torch::ScalarType dtype, torch::DeviceType device)
+    : enabled_(enabled), device_(device) {
+  if (!enabled_) return;
+  previous_ = AutocastEnabled(device_);
+  previous_dtype_ = AutocastDtype(device_);
+  SetAutocast(device_, true, dtype);
   at::autocast::increment_nesting();
 }
 
@@ -30,12 +65,29 @@ AutocastGuard::~AutocastGuard() {
   if (!enabled_) return;
   // The weight casts are cached for one forward; drop them when the outermost scope ends.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-#ifdef REEL_AUTOCAST_PER_DEVICE
-  at::autocast::set_autocast_enabled(at::kCUDA, previous_);
-  at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+  SetAutocast(device_, previous_, previous_dtype_);
+}
+
+bool CpuHasNativeBf16() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amx_bf16 = (edx >> 22) & 1;
+  const unsigned max_subleaf = eax;
+  bool avx512_bf16 = false;
+  if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    avx512_bf16 = (eax >> 5) & 1;
+  }
+  // The OS must save the registers too (XCR0): opmask and ZMM state for AVX-512, tile state
+  // for AMX.
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1)) return false;  // OSXSAVE
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool zmm_state = (xcr0_lo & 0xE6) == 0xE6;
+  const bool tile_state = (xcr0_lo & 0x60000) == 0x60000;
+  return (avx512_bf16 && zmm_state) || (amx_bf16 && tile_state);
 #else
-  at::autocast::set_enabled(previous_);
-  at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+  return false;  // other architectures' bf16 units are not probed: fp32
 #endif
 }
 

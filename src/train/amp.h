@@ -1,4 +1,5 @@
-// Mixed precision: an autocast scope for CUDA forwards and a dynamic loss scaler for fp16.
+// Mixed precision: an autocast scope for CUDA forwards (fp16 or bf16) and CPU forwards (bf16),
+// and a dynamic loss scaler for fp16.
 //
 // GradScaler follows torch.cuda.amp.GradScaler's rules: the loss is multiplied by `scale`
 // before backward; before the optimiser step the gradients are divided by it and checked; a
@@ -15,19 +16,27 @@
 
 namespace reel::train {
 
-// Turns CUDA autocast on for its lifetime (no effect when `enabled` is false).
+// Turns autocast on for `device`'s forwards (CUDA or CPU) for its lifetime (no effect when
+// `enabled` is false).
 class AutocastGuard {
  public:
-  AutocastGuard(bool enabled, torch::ScalarType dtype);
+  AutocastGuard(bool enabled, torch::ScalarType dtype,
+                torch::DeviceType device = torch::DeviceType::CUDA);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   bool enabled_;
+  torch::DeviceType device_;
   bool previous_ = false;
   torch::ScalarType previous_dtype_ = torch::kHalf;
 };
+
+// Whether this CPU computes bf16 dot products in hardware (AVX512-BF16 or AMX-BF16), where
+// oneDNN's bf16 convolutions run about 2.6x faster than fp32 (measured on the main job's model,
+// AMD EPYC Zen 4). Without them bf16 is emulated and slower than fp32.
+bool CpuHasNativeBf16();
 
 struct GradScalerState {
   double scale = 65536.0;

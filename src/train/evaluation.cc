@@ -61,16 +61,30 @@ Result<torch::Device> ResolveDevice(const std::string& name, int local_rank) {
 
 Result<Precision> ResolvePrecision(AmpMode mode, const torch::Device& device) {
   Precision p;
-  if (mode == AmpMode::kOff || (mode == AmpMode::kAuto && !device.is_cuda())) return p;
-  if (!device.is_cuda()) {
+  p.device_type = device.type();
+  const bool cpu_bf16 = !device.is_cuda() &&
+                        (mode == AmpMode::kBf16 || (mode == AmpMode::kAuto && CpuHasNativeBf16()));
+  if (mode == AmpMode::kOff || (mode == AmpMode::kAuto && !device.is_cuda() && !cpu_bf16)) {
+    return p;
+  }
+  if (!device.is_cuda() && mode == AmpMode::kFp16) {
     return InvalidArgumentError(
-        "train.amp: mixed precision needs a CUDA device; this run is on the CPU "
-        "(use amp: auto or off)");
+        "train.amp: fp16 autocast needs a CUDA device; this run is on the CPU (use amp: bf16, "
+        "auto or off)");
   }
   p.autocast = true;
-  p.dtype = mode == AmpMode::kBf16 ? torch::kBFloat16 : torch::kHalf;
+  p.dtype = cpu_bf16 || mode == AmpMode::kBf16 ? torch::kBFloat16 : torch::kHalf;
   p.scale_loss = p.dtype == torch::kHalf;  // bf16 has fp32's range: no scaling needed
   return p;
+}
+
+std::string PrecisionName(const Precision& p) {
+  if (!p.autocast) return "fp32";
+  std::string name = p.dtype == torch::kHalf ? "fp16 autocast" : "bf16 autocast";
+  if (p.device_type == torch::kCPU && !CpuHasNativeBf16()) {
+    name += " (emulated: this CPU has no AVX512-BF16 or AMX, amp: off is faster)";
+  }
+  return name;
 }
 
 Result<std::unique_ptr<storage::ObjectStore>> OpenDataset(const TrainConfig& config) {
@@ -132,7 +146,7 @@ Result<EvalReport> Evaluate(torch::nn::AnyModule& model, torch::nn::Module& modu
     loader::TensorBatch tensors = loader::ToTensors(std::move(*batch));
     torch::Tensor logits;
     {
-      AutocastGuard autocast(precision.autocast, precision.dtype);
+      AutocastGuard autocast(precision.autocast, precision.dtype, precision.device_type);
       logits = model.forward(tensors.clips.to(device, /*non_blocking=*/true));
     }
     torch::Tensor scores = logits.to(torch::kFloat).softmax(1).to(torch::kCPU).contiguous();

@@ -23,10 +23,14 @@ struct Precision {
   bool autocast = false;
   torch::ScalarType dtype = torch::kFloat;
   bool scale_loss = false;
+  torch::DeviceType device_type = torch::kCPU;  // whose autocast switch
 };
 
-// InvalidArgument for mixed precision on the CPU.
+// What train.amp means on `device`: auto is fp16 on CUDA, bf16 on a CPU with native bf16 math
+// (CpuHasNativeBf16), fp32 elsewhere; bf16 on any CPU. InvalidArgument for fp16 on the CPU.
 Result<Precision> ResolvePrecision(AmpMode mode, const torch::Device& device);
+// "fp32", "bf16 autocast", ... for the run's first log line.
+std::string PrecisionName(const Precision& p);
 
 // The dataset's store, through the config's cache when it names one.
 Result<std::unique_ptr<storage::ObjectStore>> OpenDataset(const TrainConfig& config);

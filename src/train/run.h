@@ -49,6 +49,7 @@ class Run {
   Status RegisterBest();
   Status SaveCheckpoint();
   Status EvaluateAndReport(bool final_eval);
+  int EvalThreads() const;  // 0: leave LibTorch's thread count as it is
   Result<loader::Batch> NextBatch();
   void WriteLine(const nlohmann::json& line);
   bool leader() const { return o_.world.rank == 0; }

@@ -39,7 +39,8 @@
 //     grad_accum: 1               # micro-batches per optimiser step
 //     clip_grad_norm: 0           # 0: no clipping
 //     label_smoothing: 0
-//     amp: auto                   # auto (fp16 on CUDA, off on CPU), off, fp16, bf16
+//     amp: auto                   # auto (fp16 on CUDA; bf16 on a CPU with AVX512-BF16 or AMX,
+//                                 # else fp32), off, fp16 (CUDA), bf16 (CUDA or CPU)
 //     log_every: 10               # steps between metrics lines
 //     eval_every_epochs: 1        # 0: evaluate only at the end
 //   checkpoint:

@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
@@ -14,6 +17,7 @@
 #include "testing/temp_dir.h"
 #include "train/amp.h"
 #include "train/checkpoint.h"
+#include "train/evaluation.h"
 #include "train/optimizer.h"
 #include "train/train_config.h"
 #include "train/trainer_state.h"
@@ -282,6 +286,65 @@ TEST(GradScalerTest, InfiniteGradientsSkipTheStepAndHalveTheScale) {
   EXPECT_DOUBLE_EQ(off.ScaleLoss(torch::tensor(2.0)).item<double>(), 2.0);
   w.mutable_grad() = torch::tensor({std::nanf(""), 0.f, 0.f, 0.f});
   EXPECT_TRUE(off.Unscale({w}));  // disabled: no checks, the trainer watches the loss instead
+}
+
+TEST(AutocastGuardTest, CpuBf16ScopeCastsConvolutionsAndRestoresWhatWasBefore) {
+  torch::Tensor x = torch::randn({1, 3, 8, 8});
+  torch::Tensor w = torch::randn({4, 3, 3, 3});
+  {
+    AutocastGuard outer(true, torch::kBFloat16, torch::kCPU);
+    EXPECT_EQ(torch::conv2d(x, w).scalar_type(), torch::kBFloat16);
+    {
+      AutocastGuard off(false, torch::kBFloat16, torch::kCPU);  // disabled: changes nothing
+      EXPECT_EQ(torch::conv2d(x, w).scalar_type(), torch::kBFloat16);
+    }
+    AutocastGuard cuda(true, torch::kHalf, torch::kCUDA);  // another device's switch
+    EXPECT_EQ(torch::conv2d(x, w).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_EQ(torch::conv2d(x, w).scalar_type(), torch::kFloat);
+  // A bf16 forward stays close to fp32's: bf16 keeps 8 bits of mantissa.
+  torch::Tensor reference = torch::conv2d(x, w);
+  AutocastGuard guard(true, torch::kBFloat16, torch::kCPU);
+  torch::Tensor low = torch::conv2d(x, w).to(torch::kFloat);
+  EXPECT_LT((low - reference).abs().max().item<float>(),
+            0.05f * reference.abs().max().item<float>());
+}
+
+TEST(PrecisionTest, AmpModesOnTheCpu) {
+  const torch::Device cpu(torch::kCPU);
+  ASSERT_OK_AND_ASSIGN(internal::Precision off, internal::ResolvePrecision(AmpMode::kOff, cpu));
+  EXPECT_FALSE(off.autocast);
+  EXPECT_EQ(internal::PrecisionName(off), "fp32");
+
+  ASSERT_OK_AND_ASSIGN(internal::Precision bf16, internal::ResolvePrecision(AmpMode::kBf16, cpu));
+  EXPECT_TRUE(bf16.autocast);
+  EXPECT_EQ(bf16.dtype, torch::kBFloat16);
+  EXPECT_EQ(bf16.device_type, torch::kCPU);
+  EXPECT_FALSE(bf16.scale_loss);  // bf16 has fp32's range
+  EXPECT_EQ(internal::PrecisionName(bf16).rfind("bf16 autocast", 0), 0u);
+  EXPECT_EQ(internal::PrecisionName(bf16).find("emulated") != std::string::npos,
+            !CpuHasNativeBf16());
+
+  // auto: bf16 where the CPU has bf16 units, fp32 where it would be emulated.
+  ASSERT_OK_AND_ASSIGN(internal::Precision chosen, internal::ResolvePrecision(AmpMode::kAuto, cpu));
+  EXPECT_EQ(chosen.autocast, CpuHasNativeBf16());
+  if (chosen.autocast) {
+    EXPECT_EQ(chosen.dtype, torch::kBFloat16);
+  }
+
+  auto fp16 = internal::ResolvePrecision(AmpMode::kFp16, cpu);
+  EXPECT_STATUS(fp16, StatusCode::kInvalidArgument);
+  EXPECT_NE(fp16.status().message().find("amp: bf16"), std::string::npos)
+      << fp16.status().message();
+}
+
+TEST(PrecisionTest, CpuBf16UnitsMatchWhatTheKernelReports) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string text((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  if (text.find("flags") == std::string::npos) GTEST_SKIP() << "no /proc/cpuinfo flags here";
+  const bool listed =
+      text.find(" avx512_bf16") != std::string::npos || text.find(" amx_bf16") != std::string::npos;
+  EXPECT_EQ(CpuHasNativeBf16(), listed);
 }
 
 CheckpointData Checkpoint(int64_t step) {

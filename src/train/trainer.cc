@@ -108,12 +108,22 @@ Status Run::ConnectWorld() {
   return Status::Ok();
 }
 
+// Rank 0 evaluates alone while the other ranks wait in a barrier, so the cores of those on its
+// host are free: it evaluates on them too (with `threads` set; 0 already means every core).
+int Run::EvalThreads() const {
+  if (c_.threads <= 0 || !device_.is_cpu()) return 0;
+  return c_.threads * o_.world.local_world_size;
+}
+
 Status Run::EvaluateAndReport(bool final_eval) {
   if (!leader()) return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
   auto start = Clock::now();
-  REEL_ASSIGN_OR_RETURN(EvalReport report,
-                        Evaluate(model_, *module_, device_, precision_, *store_,
-                                 c_.EvalLoaderOptions(c_.data.val_split), c_.model.num_classes));
+  if (EvalThreads() > 0) torch::set_num_threads(EvalThreads());
+  Result<EvalReport> evaluated =
+      Evaluate(model_, *module_, device_, precision_, *store_,
+               c_.EvalLoaderOptions(c_.data.val_split), c_.model.num_classes);
+  if (EvalThreads() > 0) torch::set_num_threads(c_.threads);
+  REEL_ASSIGN_OR_RETURN(EvalReport report, std::move(evaluated));
   nlohmann::json line = nlohmann::json::parse(report.ToJson());
   line["event"] = final_eval ? "final_eval" : "eval";
   line["step"] = step_;
@@ -218,9 +228,10 @@ void Run::LogPlan() const {
   if (!leader()) return;
   const int world = o_.world.world_size;
   Logger("train")->info(
-      "training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}", c_.model.name,
+      "training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}, {}", c_.model.name,
       c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps, ClipsPerStep(), device_.str(),
-      world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "");
+      world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "",
+      PrecisionName(precision_));
 }
 
 int64_t Run::ClipsPerStep() const {
@@ -275,7 +286,7 @@ Result<double> Run::AccumulateGradients() {
     if (reducer_) reducer_->set_sync(micro == c_.grad_accum - 1);
     torch::Tensor logits;
     {
-      AutocastGuard autocast(precision_.autocast, precision_.dtype);
+      AutocastGuard autocast(precision_.autocast, precision_.dtype, precision_.device_type);
       logits = model_.forward(input);
     }
     torch::Tensor loss = torch::nn::functional::cross_entropy(

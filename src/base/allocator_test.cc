@@ -1,0 +1,46 @@
+#include "base/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace reel {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kGlibcHeap = false;  // the sanitizers bring their own allocator
+#elif defined(__GLIBC__)
+constexpr bool kGlibcHeap = true;
+#else
+constexpr bool kGlibcHeap = false;
+#endif
+
+TEST(RetainFreedHeapMemoryTest, LargeBuffersComeFromTheHeapAndStayAfterFree) {
+  if (!kGlibcHeap) GTEST_SKIP() << "not glibc's heap";
+  if (std::getenv("GLIBC_TUNABLES") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
+      std::getenv("MALLOC_MMAP_THRESHOLD_")) {
+    GTEST_SKIP() << "the environment sets glibc's heap itself";
+  }
+#if defined(__GLIBC__)
+  ASSERT_TRUE(RetainFreedHeapMemory());
+  constexpr size_t kSize = 16 << 20;  // a training step's activation, well above glibc's 128 KiB
+  const struct mallinfo2 before = mallinfo2();
+  void* buffer = std::malloc(kSize);
+  ASSERT_NE(buffer, nullptr);
+  std::memset(buffer, 1, kSize);
+  const struct mallinfo2 held = mallinfo2();
+  EXPECT_EQ(held.hblkhd, before.hblkhd) << "a 16 MiB buffer was mmapped, not taken from the heap";
+  std::free(buffer);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_EQ(after.arena, held.arena) << "the heap was trimmed: the next step faults it in again";
+  EXPECT_GE(after.fordblks, kSize) << "the freed buffer is kept for reuse";
+#endif
+}
+
+}  // namespace
+}  // namespace reel
