@@ -1,6 +1,7 @@
 #include "base/allocator.h"
 
 #include <cstdlib>
+#include <initializer_list>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
