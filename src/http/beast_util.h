@@ -1,4 +1,4 @@
-// What the two Beast adapters (client.cc, server.cc) both need. Private to http/.
+// What the Beast adapters (client.cc; server.cc and session.cc) all need. Private to http/.
 #pragma once
 
 #include <boost/beast/core/error.hpp>

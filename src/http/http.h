@@ -6,7 +6,7 @@
 //   client.h   the keep-alive client for the CLI and tests; JsonCall returns the server's Status
 //   auth.h     bearer tokens, stored hashed, compared in constant time
 //
-// No Boost header is included from here: Beast stays inside server.cc and client.cc.
+// No Boost header is included from here: Beast stays inside server.cc, session.cc and client.cc.
 #pragma once
 
 #include "http/auth.h"     // IWYU pragma: export

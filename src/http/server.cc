@@ -1,10 +1,8 @@
-// The Beast adapter of server.h: Boost's exceptions and error codes stop here.
+// The Beast adapter of server.h, the listener and the server's lifecycle: Boost's exceptions
+// and error codes stop here. session.cc serves the connections.
 //
-// One Session per connection, all of its work on its own strand (so a connection needs no
-// lock even with several io threads). A session loops: wait for a request's first byte (idle
-// timeout), read its header and body (read timeout), run auth and router, write the answer
-// (write timeout). Shutdown asks every session to drain: an idle one closes at once, a busy
-// one closes after the answer in flight.
+// Shutdown asks every session to drain: an idle one closes at once, a busy one closes after
+// the answer in flight.
 #include "http/server.h"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -13,16 +11,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <sys/socket.h>
 
-#include <atomic>
-#include <cerrno>
-#include <condition_variable>
+#include <chrono>
 #include <exception>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -30,342 +24,21 @@
 #include "base/check.h"
 #include "base/logging.h"
 #include "base/sync_point.h"
-#include "http/beast_util.h"
+#include "http/session.h"
 
 namespace reel::http {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-using BeastRequest = bhttp::request<bhttp::string_body>;
-using BeastResponse = bhttp::response<bhttp::string_body>;
-using internal::HeadersOf;
-using internal::IsParseError;
-using internal::Str;
+using internal::EndpointText;
+using internal::Session;
+using internal::Shared;
 
-// After the last answer on a connection the client may still be sending (the body we refused,
-// pipelined requests); reading and dropping that for a while lets the client read our answer
-// (closing with unread input sends a reset, which can destroy the answer in the client's
-// receive buffer).
-constexpr std::chrono::seconds kLingerTime(2);
-constexpr size_t kReadChunk = 16 << 10;
 // How often a Shutdown past its deadline says again which handlers it still waits for.
 constexpr std::chrono::seconds kStuckReport(10);
-
-std::string EndpointText(const tcp::endpoint& endpoint) {
-  const std::string host = endpoint.address().to_string();
-  const std::string port = std::to_string(endpoint.port());
-  return endpoint.address().is_v6() ? "[" + host + "]:" + port : host + ":" + port;
-}
-
-// Whether the peer of `fd` has closed (end of stream) or reset the connection. Bytes waiting
-// (a pipelined request) mean it is still there; nothing is consumed.
-bool PeerClosed(int fd) {
-  char byte;
-  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return false;
-  if (n == 0) return true;
-  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
-
-Request ToRequest(BeastRequest&& message, const std::string& peer) {
-  Request request;
-  request.method = Str(message.method_string());
-  request.target = Str(message.target());
-  SplitTarget(request.target, &request.path, &request.query);
-  request.headers = HeadersOf(message);
-  request.body = std::move(message.body());
-  request.peer = peer;
-  return request;
-}
-
-// Headers Beast computes itself, and values that would split the answer, are not copied.
-bool CopyableHeader(const std::string& name, const std::string& value) {
-  if (value.find_first_of("\r\n") != std::string::npos ||
-      name.find_first_of("\r\n: ") != std::string::npos) {
-    return false;
-  }
-  return !beast::iequals(name, "Content-Length") && !beast::iequals(name, "Connection") &&
-         !beast::iequals(name, "Transfer-Encoding");
-}
-
-BeastResponse ToBeast(Response response, bool keep_alive, bool head) {
-  if (response.status < 100 || response.status > 599) {
-    Logger("http")->error("a handler answered HTTP status {}; sending 500", response.status);
-    response = Response::Error(InternalError("the handler answered an invalid HTTP status"));
-  }
-  BeastResponse message;
-  message.version(11);
-  message.result(static_cast<unsigned>(response.status));
-  for (const auto& [name, value] : response.headers) {
-    if (CopyableHeader(name, value)) message.set(name, value);
-  }
-  message.set(bhttp::field::server, "reel");
-  message.keep_alive(keep_alive);
-  if (head) {
-    message.content_length(response.body.size());  // the size a GET would get, no body
-  } else {
-    message.body() = std::move(response.body);
-    message.prepare_payload();
-  }
-  return message;
-}
-
-class Session;
-
-// What the server and its sessions share; sessions keep it alive.
-struct Shared {
-  Shared(ServerOptions o, Router r) : options(std::move(o)), router(std::move(r)) {}
-
-  const ServerOptions options;
-  const Router router;
-  std::atomic<uint64_t> accepted{0};
-  std::atomic<uint64_t> requests{0};
-  std::atomic<bool> draining{false};
-  std::mutex mu;
-  std::condition_variable changed;                      // a session or a handler ended
-  std::map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
-  uint64_t next_id = 0;                                 // guarded by mu
-  // Requests in the auth hook or a handler, by session id, which nothing can interrupt: a
-  // Shutdown past its deadline waits for them and names them, rather than hang without a word.
-  struct Running {
-    std::string what;
-    Clock::time_point since;
-  };
-  std::map<uint64_t, Running> running;  // guarded by mu
-
-  std::vector<std::shared_ptr<Session>> LiveSessions() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::vector<std::shared_ptr<Session>> live;
-    for (const auto& [id, weak] : sessions) {
-      if (auto session = weak.lock()) live.push_back(std::move(session));
-    }
-    return live;
-  }
-};
-
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, std::shared_ptr<Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {
-    beast::error_code ec;
-    tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
-    peer_ = ec ? "unknown" : EndpointText(remote);
-    stream_.socket().set_option(tcp::no_delay(true), ec);  // answers are one write each
-  }
-
-  ~Session() {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    shared_->sessions.erase(id_);
-    shared_->changed.notify_all();
-  }
-
-  // Registers the session and serves it; one accepted while Shutdown began is closed.
-  void Start() {
-    {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      if (shared_->draining) return CloseNow();
-      id_ = shared_->next_id++;
-      shared_->sessions[id_] = weak_from_this();
-    }
-    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->NextRequest(); });
-  }
-
-  // From any thread: closes the session if it is idle; a busy one closes after its answer, as
-  // it sees `draining`.
-  void DrainIfIdle() {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_) self->CloseNow();
-    });
-  }
-
-  // Only from the session's strand, or once no io thread runs.
-  void CloseNow() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
-    REEL_SYNC_POINT("Server::Session:Closed");
-  }
-
- private:
-  void NextRequest() {
-    if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
-    if (shared_->draining) return CloseNow();
-    idle_ = true;
-    stream_.expires_after(shared_->options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->idle_ = false;
-                              if (ec) return self->CloseNow();  // closed, idle, or drained
-                              self->buffer_.commit(n);
-                              self->ReadHeader();
-                            });
-  }
-
-  void ReadHeader() {
-    parser_.emplace();
-    parser_->header_limit(shared_->options.max_header_bytes);
-    parser_->body_limit(shared_->options.max_body_bytes);
-    read_deadline_ = Clock::now() + shared_->options.read_timeout;
-    stream_.expires_at(read_deadline_);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, size_t) {
-                               if (ec) return self->ReadFailed(ec);
-                               self->OnHeader();
-                             });
-  }
-
-  // curl and others wait for "100 Continue" before sending a large body.
-  void OnHeader() {
-    if (parser_->is_done()) return Serve();
-    if (!beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) return ReadBody();
-    continue_.emplace(bhttp::status::continue_, 11);
-    stream_.expires_after(shared_->options.write_timeout);
-    bhttp::async_write(stream_, *continue_,
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         if (ec) return self->CloseNow();
-                         self->ReadBody();
-                       });
-  }
-
-  void ReadBody() {
-    stream_.expires_at(read_deadline_);
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec) return self->ReadFailed(ec);
-                        self->Serve();
-                      });
-  }
-
-  // A request that could not be read: answered when the client is owed an answer, then closed.
-  void ReadFailed(const beast::error_code& ec) {
-    const uint64_t body_limit = shared_->options.max_body_bytes;
-    if (ec == bhttp::error::body_limit) {
-      return Refuse(413, ResourceExhaustedError("the request body is over the server's limit of " +
-                                                std::to_string(body_limit) + " bytes"));
-    }
-    if (ec == bhttp::error::header_limit) {
-      return Refuse(431, ResourceExhaustedError("the request headers are over the limit of " +
-                                                std::to_string(shared_->options.max_header_bytes) +
-                                                " bytes"));
-    }
-    // A timeout has closed the socket already (beast::tcp_stream does), so no 408 can be sent.
-    if (ec == beast::error::timeout) {
-      Logger("http")->debug("{}: the request was not read within the read timeout", peer_);
-      return CloseNow();
-    }
-    if (IsParseError(ec) && ec != bhttp::error::end_of_stream &&
-        ec != bhttp::error::partial_message) {
-      return Refuse(400, InvalidArgumentError("malformed HTTP request: " + ec.message()));
-    }
-    CloseNow();  // the peer went away
-  }
-
-  void Refuse(int http_status, const Status& status) {
-    Logger("http")->info("{}: HTTP {}: {}", peer_, http_status, status.message());
-    Write(ToBeast(Response::Error(http_status, status), /*keep_alive=*/false, /*head=*/false));
-  }
-
-  void Serve() {
-    BeastRequest message = parser_->release();
-    parser_.reset();
-    const bool keep_alive = message.keep_alive();
-    const bool head = message.method() == bhttp::verb::head;
-    Request request = ToRequest(std::move(message), peer_);
-    request.client_gone = [fd = stream_.socket().native_handle()] { return PeerClosed(fd); };
-    const auto start = Clock::now();
-    Response response = HandleTracked(&request, start);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    Logger("http")->debug("{} {} {} -> {} ({:.1f} ms)", peer_, request.method, request.target,
-                          response.status, ms);
-    const bool close = beast::iequals(response.Header("Connection"), "close");
-    Write(ToBeast(std::move(response), keep_alive && !close && !shared_->draining, head));
-  }
-
-  // Handle, listed in shared_->running while it runs (also if it throws, which Handle only does
-  // when even building the 500 fails).
-  Response HandleTracked(Request* request, Clock::time_point start) {
-    {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      shared_->running[id_] = {request->method + " " + request->target + " from " + peer_, start};
-    }
-    struct Untrack {
-      Shared* shared;
-      uint64_t id;
-      ~Untrack() {
-        std::lock_guard<std::mutex> lock(shared->mu);
-        shared->running.erase(id);
-        shared->changed.notify_all();
-      }
-    } untrack{shared_.get(), id_};
-    return Handle(request);
-  }
-
-  Response Handle(Request* request) {
-    shared_->requests++;
-    try {
-      if (shared_->options.auth) {
-        Status allowed = shared_->options.auth(*request);
-        if (!allowed.ok()) return Response::Error(allowed);
-      }
-      return shared_->router.Dispatch(request);
-    } catch (const std::exception& e) {
-      Logger("http")->error("{} {}: the handler threw: {}", request->method, request->path,
-                            e.what());
-    } catch (...) {
-      Logger("http")->error("{} {}: the handler threw a non-exception", request->method,
-                            request->path);
-    }
-    return Response::Error(InternalError("internal error answering " + request->method + " " +
-                                         request->path + " (the server's log has the cause)"));
-  }
-
-  void Write(BeastResponse response) {
-    response_ = std::move(response);
-    stream_.expires_after(shared_->options.write_timeout);
-    bhttp::async_write(stream_, *response_,
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         const bool keep_alive = self->response_->keep_alive();
-                         self->response_.reset();
-                         if (ec) return self->CloseNow();
-                         if (!keep_alive) return self->Linger();
-                         self->NextRequest();
-                       });
-  }
-
-  // The last answer is out: sends FIN, then reads and drops what the client still sends (the
-  // rest of a refused body, requests pipelined after a close) until it closes or kLingerTime.
-  void Linger() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    buffer_.clear();
-    stream_.expires_after(kLingerTime);
-    DrainInput();
-  }
-
-  void DrainInput() {
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              if (ec) return self->CloseNow();
-                              self->buffer_.clear();
-                              self->DrainInput();
-                            });
-  }
-
-  beast::tcp_stream stream_;
-  std::shared_ptr<Shared> shared_;
-  std::string peer_;
-  uint64_t id_ = 0;
-  bool idle_ = false;  // waiting for a request's first byte
-  beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  std::optional<bhttp::response<bhttp::empty_body>> continue_;
-  std::optional<BeastResponse> response_;  // alive while it is written
-  Clock::time_point read_deadline_;
-};
 
 // Past Shutdown's deadline only handlers still running keep the io threads from returning. They
 // cannot be interrupted, and returning while one runs would free the router and the io context

@@ -1,0 +1,243 @@
+// registry_bench's throughput figures: hash and split, push and pull, beside their peers.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/hash.h"
+#include "base/status.h"
+#include "bench/registry_bench_storage.h"
+#include "bench/registry_bench_util.h"
+#include "models/safetensors.h"
+#include "registry/registry.h"
+#include "registry/weight_store.h"
+#include "storage/local_store.h"
+#include "storage/memory_store.h"
+#include "testing/shell.h"
+
+namespace reel::registry_bench {
+
+// ---------------------------------------------------------------------------------------------
+// Throughput.
+
+namespace {
+
+// MB/s of cutting every tensor into WeightStore's chunks and hashing each with SHA-256.
+double HashSplitMBps(const SafetensorsFile& weights, int repeat) {
+  const uint64_t chunk_bytes = reel::registry::WeightStoreOptions{}.chunk_bytes;
+  std::vector<double> times;
+  uint64_t total = 0;
+  for (int i = 0; i < repeat; ++i) {
+    total = 0;
+    std::vector<std::string> addresses;
+    const Clock::time_point start = Clock::now();
+    for (const auto& [name, t] : weights.tensors) {
+      const uint64_t width = std::max<size_t>(1, reel::models::DtypeSize(t.dtype));
+      const uint64_t per_chunk = chunk_bytes / width * width;
+      const std::string_view data = t.data;
+      for (uint64_t offset = 0; offset < data.size(); offset += per_chunk) {
+        const std::string_view chunk = data.substr(offset, per_chunk);
+        addresses.push_back(reel::Sha256Hex(chunk));  // kept, as a manifest keeps them
+        total += chunk.size();
+      }
+    }
+    times.push_back(SecondsSince(start));
+  }
+  return total / 1e6 / Median(times);
+}
+
+// One core of OpenSSL's SHA-256 on 4 MiB buffers (`openssl speed`), in MB/s; 0 when unavailable.
+double OpensslSha256MBps(const std::string& log) {
+  Result<std::string> out =
+      Shell("openssl speed -mr -seconds 1 -bytes 4194304 -evp sha256 2>/dev/null", log);
+  if (!out.ok()) return 0;
+  const size_t at = out->rfind("+F:");
+  const size_t colon = at == std::string::npos ? at : out->rfind(':');
+  return colon == std::string::npos ? 0 : std::atof(out->c_str() + colon + 1) / 1e6;
+}
+
+// The pull of `row`'s version into a safetensors file (fsynced, as `reel storage cp` writes),
+// checked bit for bit against the file registered, against `reel storage cp` of that file.
+Result<std::pair<double, double>> PullAndCopySeconds(Registry& registry, const VersionRow& row,
+                                                     const std::string& work,
+                                                     const std::string& reel_cli, int repeat) {
+  REEL_ASSIGN_OR_RETURN(std::string expected, ReadFile(row.path));
+  REEL_ASSIGN_OR_RETURN(auto out, reel::storage::LocalStore::Open(work + "/pulled"));
+  const std::string cp = reel::testing::ShellQuote(reel_cli) + " storage cp -q " +
+                         reel::testing::ShellQuote(row.path) + " " +
+                         reel::testing::ShellQuote(work + "/copied/" + row.label + ".safetensors");
+  std::vector<double> pulls, copies;
+  for (int i = 0; i < repeat; ++i) {  // alternating, so both see the same page cache and disk
+    ::sync();
+    Clock::time_point start = Clock::now();
+    REEL_ASSIGN_OR_RETURN(VersionInfo v, registry.Get(row.info.id.ToString()));
+    REEL_ASSIGN_OR_RETURN(SafetensorsFile file, registry.PullWeights(v));
+    REEL_ASSIGN_OR_RETURN(std::string bytes, reel::models::WriteSafetensors(file));
+    REEL_RETURN_IF_ERROR(out->Put(row.label + ".safetensors", bytes));
+    pulls.push_back(SecondsSince(start));
+    if (bytes != expected) return reel::DataLossError(row.label + ": the pull differs");
+    ::sync();
+    start = Clock::now();
+    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
+    copies.push_back(SecondsSince(start));
+  }
+  return std::make_pair(Median(pulls), Median(copies));
+}
+
+// The version most of whose bytes sit deepest in delta chains: the slowest to pull.
+const VersionRow& DeepestVersion(const Scenarios& s) {
+  const VersionRow* deepest = &s.base;
+  for (const VersionRow* r : {&s.head, &s.full}) deepest = r->depth > deepest->depth ? r : deepest;
+  for (const VersionRow& r : s.run) deepest = r.depth > deepest->depth ? &r : deepest;
+  return *deepest;
+}
+
+// MB/s of the push of `changed` after `parent` into an in-memory store: the codec's own speed
+// (SHA-256, the parent's chunks read back and decoded, XOR, planes, zstd) without the disk.
+Result<double> InMemoryPushMBps(const SafetensorsFile& parent, const SafetensorsFile& changed,
+                                int repeat) {
+  std::vector<double> times;
+  uint64_t raw = 0;
+  for (int i = 0; i < repeat; ++i) {
+    reel::registry::WeightStore store(std::make_shared<reel::storage::MemoryStore>("bench"), "");
+    REEL_ASSIGN_OR_RETURN(reel::registry::WeightManifest base, store.Push(parent, nullptr));
+    reel::registry::PushStats stats;
+    const Clock::time_point start = Clock::now();
+    REEL_RETURN_IF_ERROR(store.Push(changed, &base, &stats).status());
+    times.push_back(SecondsSince(start));
+    raw = stats.raw_bytes;
+  }
+  return raw / 1e6 / Median(times);
+}
+
+// Median seconds of the push of `changed` after `parent` into a local folder with compression off
+// (chunks stored as they are, fsynced), and of `reel storage cp` of `changed_path`: what the
+// registry's content addressing costs beside a plain copy.
+Result<std::pair<double, double>> UncompressedPushAndCopySeconds(
+    const SafetensorsFile& parent, const SafetensorsFile& changed, const std::string& changed_path,
+    const std::string& work, const std::string& reel_cli, int repeat) {
+  reel::registry::WeightStoreOptions off;
+  off.compress = false;
+  const std::string cp = reel::testing::ShellQuote(reel_cli) + " storage cp -q " +
+                         reel::testing::ShellQuote(changed_path) + " " +
+                         reel::testing::ShellQuote(work + "/copied/uncompressed.safetensors");
+  std::vector<double> pushes, copies;
+  for (int i = 0; i < repeat; ++i) {
+    const std::string folder = work + "/uncompressed-" + std::to_string(i);
+    REEL_ASSIGN_OR_RETURN(auto local, reel::storage::LocalStore::Open(folder));
+    reel::registry::WeightStore store(std::move(local), "", off);
+    REEL_ASSIGN_OR_RETURN(reel::registry::WeightManifest base, store.Push(parent, nullptr));
+    ::sync();
+    Clock::time_point start = Clock::now();
+    REEL_RETURN_IF_ERROR(store.Push(changed, &base).status());
+    pushes.push_back(SecondsSince(start));
+    ::sync();
+    start = Clock::now();
+    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
+    copies.push_back(SecondsSince(start));
+    std::filesystem::remove_all(folder);
+  }
+  return std::make_pair(Median(pushes), Median(copies));
+}
+
+// Median wall and CPU MB/s of the pushes of `rows`, and borg's median MB/s on the same files.
+struct PushFigures {
+  double wall_mbps = 0, cpu_mbps = 0, borg_mbps = 0;
+  double cpu_share = 0, waiting_share = 0;  // of the pushes' wall time; the rest: blocked (I/O)
+};
+
+PushFigures PushOf(const std::vector<const VersionRow*>& rows) {
+  std::vector<double> wall, cpu, borg;
+  double wall_s = 0, cpu_s = 0, waiting_s = 0;
+  for (const VersionRow* r : rows) {
+    wall_s += r->reel_seconds;
+    cpu_s += r->reel_cpu_seconds;
+    waiting_s += r->reel_waiting_seconds;
+    wall.push_back(r->raw_bytes / 1e6 / r->reel_seconds);
+    cpu.push_back(r->raw_bytes / 1e6 / std::max(1e-9, r->reel_cpu_seconds));
+    if (auto it = r->peer_seconds.find("borg zstd,1");
+        it != r->peer_seconds.end() && it->second > 0)
+      borg.push_back(r->file_bytes / 1e6 / it->second);
+  }
+  return {Median(wall), Median(cpu), Median(borg), cpu_s / wall_s, waiting_s / wall_s};
+}
+
+}  // namespace
+
+Status AddThroughputFigures(const Args& args, const std::string& work, const std::string& reel_cli,
+                            Scenarios& s, StorageRun& storage, std::vector<Figure>* figures) {
+  const std::string section = "throughput";
+  Progress("hash and split");
+  Figure hash = MakeFigure(section, "hash + split (SHA-256 of 4 MiB chunks)",
+                           HashSplitMBps(s.base_weights, 3), "MB/s", Goal::kAtLeast, 1500);
+  hash.peer_name = "openssl speed sha256";
+  hash.peer = OpensslSha256MBps(work + "/peers.log");
+  figures->push_back(hash);
+
+  std::vector<const VersionRow*> run;
+  for (const VersionRow& r : s.run) run.push_back(&r);
+  const PushFigures a = PushOf(run), c = PushOf({&s.full});
+  for (const auto& [name, p] : {std::make_pair("push, (a) run checkpoint (median)", a),
+                                std::make_pair("push, (c) full fine-tune", c)}) {
+    Figure f =
+        MakeFigure(section, std::string(name) + ", wall", p.wall_mbps, "MB/s", Goal::kAtLeast, 250);
+    f.peer_name = p.borg_mbps > 0 ? "borg create" : "";
+    f.peer = p.borg_mbps;
+    char note[160];
+    std::snprintf(note, sizeof note,
+                  "1 thread, %s MB per CPU-second; wall: %.0f%% on a CPU, %.0f%% waiting for one, "
+                  "%.0f%% blocked (fsync, reads)",
+                  Number(p.cpu_mbps).c_str(), 100 * p.cpu_share, 100 * p.waiting_share,
+                  100 * (1 - p.cpu_share - p.waiting_share));
+    f.note = note;
+    figures->push_back(f);
+  }
+
+  Progress("push into memory");
+  REEL_ASSIGN_OR_RETURN(const double in_memory,
+                        InMemoryPushMBps(s.base_weights, s.full_weights, args.repeat));
+  Figure memory = MakeFigure(section, "push, (c) full fine-tune, into memory", in_memory, "MB/s",
+                             Goal::kAtLeast, 250);
+  memory.peer_name = c.borg_mbps > 0 ? "borg create" : "";
+  memory.peer = c.borg_mbps;
+  memory.note = "1 thread; the codec alone: no disk, no database";
+  figures->push_back(memory);
+
+  Progress("push with compression off against reel storage cp");
+  REEL_ASSIGN_OR_RETURN(auto uncompressed,
+                        UncompressedPushAndCopySeconds(s.base_weights, s.full_weights, s.full.path,
+                                                       work, reel_cli, args.repeat));
+  const double off_mbps = s.full.file_bytes / 1e6 / uncompressed.first;
+  const double off_cp = s.full.file_bytes / 1e6 / uncompressed.second;
+  Figure off = MakeFigure(section, "push, (c) full fine-tune, compression off, to a folder",
+                          off_mbps, "MB/s", Goal::kAtLeast, 0.8 * off_cp);
+  off.peer_name = "reel storage cp";
+  off.peer = off_cp;
+  off.note = "chunks stored as they are, each fsynced; no database";
+  figures->push_back(off);
+
+  std::vector<const VersionRow*> pulled = {&DeepestVersion(s)};
+  if (pulled.front() != &s.base) pulled.push_back(&s.base);
+  for (const VersionRow* r : pulled) {
+    Progress("pull of " + r->label + " against reel storage cp");
+    REEL_ASSIGN_OR_RETURN(auto times,
+                          PullAndCopySeconds(storage.registry(), *r, work, reel_cli, args.repeat));
+    const double pull = r->file_bytes / 1e6 / times.first, cp = r->file_bytes / 1e6 / times.second;
+    Figure f = MakeFigure(
+        section, "pull " + r->label + ", delta depth " + std::to_string(r->depth) + ", to a file",
+        pull, "MB/s", Goal::kAtLeast, 0.8 * cp);
+    f.peer_name = "reel storage cp";
+    f.peer = cp;
+    figures->push_back(f);
+  }
+  return Status::Ok();
+}
+
+}  // namespace reel::registry_bench
