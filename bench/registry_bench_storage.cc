@@ -300,13 +300,11 @@ Status StorageRun::Register(const SafetensorsFile& weights, const std::string& b
   nv.architecture = {{"name", "r2plus1d_18"}, {"num_classes", kClasses}};
   nv.message = row->label;
   reel::registry::PushStats stats;
-  const ThreadTimes before = ThreadSchedTimes();
+  const double cpu_before = ProcessCpuSeconds();
   const Clock::time_point start = Clock::now();
   REEL_ASSIGN_OR_RETURN(row->info, registry_->Register(nv, reel::registry::Actor::Local(), &stats));
   row->reel_seconds = SecondsSince(start);
-  const ThreadTimes after = ThreadSchedTimes();
-  row->reel_cpu_seconds = after.cpu - before.cpu;
-  row->reel_waiting_seconds = after.waiting - before.waiting;
+  row->reel_cpu_seconds = ProcessCpuSeconds() - cpu_before;
   row->raw_bytes = stats.raw_bytes;
   // What the version added: its new chunks, and its manifest in the registry's database.
   row->manifest_bytes = reel::registry::ManifestToJson(row->info.weights).size();

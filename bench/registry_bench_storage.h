@@ -47,7 +47,7 @@ struct VersionRow {
   std::string label, path;  // path: the version's safetensors file
   uint64_t file_bytes = 0, raw_bytes = 0;
   uint64_t reel_added = 0;  // new chunks + the version's weight manifest
-  double reel_seconds = 0, reel_cpu_seconds = 0, reel_waiting_seconds = 0;
+  double reel_seconds = 0, reel_cpu_seconds = 0;
   std::map<std::string, uint64_t> peer_added;
   std::map<std::string, double> peer_seconds;
   uint64_t manifest_bytes = 0;

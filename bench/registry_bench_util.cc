@@ -2,6 +2,7 @@
 #include "bench/registry_bench_util.h"
 
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ constexpr char kUsage[] =
     "usage: registry_bench [--work DIR] [--json FILE] [--reel PATH] [--threads N] [--batch N]\n"
     "                      [--frames N] [--size N] [--steps N] [--finetune-steps N]\n"
     "                      [--optimizer adamw|sgd] [--lr X] [--list-versions N] [--repeat N]\n"
-    "                      [--list-repeat N] [--max-chain N] [--pull-threads N] [--no-peers]\n"
+    "                      [--list-repeat N] [--max-chain N] [--store-threads N] [--no-peers]\n"
     "                      [--keep]\n";
 
 Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
@@ -59,7 +60,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
                                       {"--repeat", &a.repeat},
                                       {"--list-repeat", &a.list_repeat},
                                       {"--max-chain", &a.max_chain},
-                                      {"--pull-threads", &a.pull_threads}};
+                                      {"--store-threads", &a.store_threads}};
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-peers") {
@@ -97,11 +98,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-ThreadTimes ThreadSchedTimes() {
-  std::ifstream in("/proc/thread-self/schedstat");
-  uint64_t cpu_ns = 0, waiting_ns = 0;
-  in >> cpu_ns >> waiting_ns;
-  return {cpu_ns / 1e9, waiting_ns / 1e9};
+double ProcessCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 double Median(std::vector<double> v) {

@@ -30,10 +30,10 @@ struct Args {
   double lr = 0;                    // 0: as a fine-tune uses, 1e-4 for AdamW, 1e-3 for SGD
   int checkpoints = 10;
   int list_versions = 10000;
-  int repeat = 3;        // runs per throughput figure (median)
-  int list_repeat = 20;  // runs per listing figure (median)
-  int max_chain = 8;     // WeightStoreOptions: deltas in a row before a chunk is stored whole
-  int pull_threads = 0;  // WeightStoreOptions::threads: 0, one per core
+  int repeat = 3;         // runs per throughput figure (median)
+  int list_repeat = 20;   // runs per listing figure (median)
+  int max_chain = 8;      // WeightStoreOptions: deltas in a row before a chunk is stored whole
+  int store_threads = 0;  // WeightStoreOptions::threads, of a push and a pull: 0, one per core
   bool peers = true;
   bool keep = false;
 };
@@ -42,14 +42,9 @@ Result<Args> ParseArgs(int argc, char** argv);
 
 double SecondsSince(Clock::time_point start);
 
-// The calling thread's seconds on a CPU and waiting in the run queue for one (the scheduler's
-// own counts): the thread alone, not LibTorch's OpenMP workers, and the wait tells other
-// processes on these cores apart from the disk.
-struct ThreadTimes {
-  double cpu = 0, waiting = 0;
-};
-
-ThreadTimes ThreadSchedTimes();
+// The process's CPU seconds so far, user and system, of every thread it ran (a push's pool
+// threads included; LibTorch's OpenMP workers sleep between steps: OMP_WAIT_POLICY=PASSIVE).
+double ProcessCpuSeconds();
 
 double Median(std::vector<double> v);
 

@@ -20,7 +20,7 @@ check "a second version" bash -c "'$REEL' models register clf '$CKPT' --branch e
 check "alias set" "$REEL" models alias set clf production 1
 check "ls" bash -c "'$REEL' models ls clf | grep -Eq '^ +1 +main .*@production first'"
 check "show by alias" bash -c "'$REEL' models show models:/clf@production --json | grep -q '\"version\": 1'"
-check "the schema is the registry's" bash -c "psql -tA 'host=$PG/run port=5432 user=reel dbname=$db' -c \"SELECT version FROM reel_schema WHERE component = 'registry'\" | grep -qx 2"
+check "the schema is the registry's" bash -c "psql -tA 'host=$PG/run port=5432 user=reel dbname=$db' -c \"SELECT version FROM reel_schema WHERE component = 'registry'\" | grep -qx 3"
 check "export is bit-exact" bash -c "'$REEL' models export models:/clf/2 '$WORK/out' > /dev/null && cmp -s '$WORK/out/model.safetensors' '$CKPT/step-0000000004/model.safetensors'"
 "$REEL" models ls --chunks "" 2> "$WORK/err"; code=$?
 check "without --chunks it exits 3" test "$code" -eq 3

@@ -65,7 +65,9 @@ nlohmann::json ModelsJson(const std::vector<registry::ModelSummary>& models) {
 
 nlohmann::json VersionsJson(const std::vector<VersionInfo>& versions) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& v : versions) out.push_back(registry::VersionJson(v));
+  for (const auto& v : versions) {
+    out.push_back(registry::VersionJson(v, registry::VersionView::kListed));
+  }
   return out;
 }
 

@@ -41,6 +41,11 @@ std::string Row::Text(size_t i) const {
   return {};
 }
 
+std::string Row::TakeText(size_t i) {
+  if (auto* x = std::get_if<std::string>(&values_.at(i))) return std::move(*x);
+  return Text(i);
+}
+
 namespace {
 
 // 0.5-2.5 ms, times the attempt up to 10: random per process, so that two processes that lost

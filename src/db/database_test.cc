@@ -90,6 +90,10 @@ TEST_P(DatabaseTest, ValuesRoundTripWithTheirTypes) {
   EXPECT_EQ(rows[0].Int(1), int64_t{1} << 40);
   EXPECT_DOUBLE_EQ(rows[0].Real(2), 0.1);
   EXPECT_TRUE(rows[0].IsNull(3));
+  EXPECT_EQ(rows[0].TakeText(0), "it's ?");
+  EXPECT_EQ(rows[0].Text(0), "") << "taken";
+  EXPECT_EQ(rows[0].TakeText(1), std::to_string(int64_t{1} << 40)) << "a number reads as text";
+  EXPECT_EQ(rows[0].Int(1), int64_t{1} << 40) << "and stays";
   ASSERT_OK_AND_ASSIGN(auto quoted, db_->Query("SELECT COUNT(*) FROM item WHERE name <> 'x?'"));
   EXPECT_EQ(quoted[0].Int(0), 1);
 }

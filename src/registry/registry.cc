@@ -5,16 +5,20 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/sync_point.h"
+#include "base/thread_pool.h"
 #include "registry/registry_impl.h"
 #include "storage/local_store.h"
 #include "storage/open.h"
@@ -23,13 +27,14 @@ namespace reel::registry {
 namespace {
 
 constexpr char kVersionColumns[] =
-    "model, version, branch, architecture, config, metrics, recipe, dataset_uri, dataset_hash, "
+    "model, version, branch, architecture, metrics, recipe, dataset_uri, dataset_hash, "
     "code_commit, code_dirty, author, created_at, message, weight_bytes, stored_bytes, "
     "weights_id";
 
 // A JSON column of `id`'s row. Listing thousands of versions parses three per row, so the
 // common cases cost no parse (an empty object) or one per listing (`cache`: the architecture
-// every version of a model shares), and the error's text is built only on an error.
+// every version of a model shares, the few recipes), and the error's text is built only on an
+// error.
 Result<nlohmann::json> StoredJson(const std::string& text, const VersionId& id, const char* field,
                                   std::map<std::string, nlohmann::json>* cache = nullptr) {
   if (text == "{}") return nlohmann::json::object();
@@ -44,26 +49,60 @@ Result<nlohmann::json> StoredJson(const std::string& text, const VersionId& id, 
   return doc;
 }
 
-Result<VersionInfo> VersionFromRow(const db::Row& r,
+// The scalar entries of an evaluation report (top1, top5, ...): what a version's row and a
+// listing carry; the whole report (per class, confusion matrix) waits for Get.
+nlohmann::json ScalarMetrics(nlohmann::json report) {
+  for (auto it = report.begin(); it != report.end();) {
+    it = it->is_primitive() && !it->is_null() ? std::next(it) : report.erase(it);
+  }
+  return report;
+}
+
+// Takes the kVersionColumns of `r` (leaving "" in their place).
+Result<VersionInfo> VersionFromRow(db::Row& r,
                                    std::map<std::string, nlohmann::json>* cache = nullptr) {
   VersionInfo v;
-  v.id = {r.Text(0), r.Int(1)};
-  v.branch = r.Text(2);
-  REEL_ASSIGN_OR_RETURN(v.architecture, StoredJson(r.Text(3), v.id, "architecture", cache));
-  v.config = r.Text(4);
-  REEL_ASSIGN_OR_RETURN(v.metrics, StoredJson(r.Text(5), v.id, "metrics"));
-  REEL_ASSIGN_OR_RETURN(v.recipe, StoredJson(r.Text(6), v.id, "recipe"));
-  v.dataset_uri = r.Text(7);
-  v.dataset_hash = r.Text(8);
-  v.code_commit = r.Text(9);
-  v.code_dirty = r.Int(10) != 0;
-  v.author = r.Text(11);
-  v.created_at = r.Text(12);
-  v.message = r.Text(13);
-  v.weight_bytes = static_cast<uint64_t>(r.Int(14));
-  v.stored_bytes = static_cast<uint64_t>(r.Int(15));
-  v.weights_id = r.Text(16);
+  v.id = {r.TakeText(0), r.Int(1)};
+  v.branch = r.TakeText(2);
+  REEL_ASSIGN_OR_RETURN(v.architecture, StoredJson(r.TakeText(3), v.id, "architecture", cache));
+  REEL_ASSIGN_OR_RETURN(nlohmann::json metrics, StoredJson(r.TakeText(4), v.id, "metrics"));
+  v.metrics = ScalarMetrics(std::move(metrics));  // rows from before schema step 3: whole reports
+  REEL_ASSIGN_OR_RETURN(v.recipe, StoredJson(r.TakeText(5), v.id, "recipe", cache));
+  v.dataset_uri = r.TakeText(6);
+  v.dataset_hash = r.TakeText(7);
+  v.code_commit = r.TakeText(8);
+  v.code_dirty = r.Int(9) != 0;
+  v.author = r.TakeText(10);
+  v.created_at = r.TakeText(11);
+  v.message = r.TakeText(12);
+  v.weight_bytes = static_cast<uint64_t>(r.Int(13));
+  v.stored_bytes = static_cast<uint64_t>(r.Int(14));
+  v.weights_id = r.TakeText(15);
   return v;
+}
+
+// The versions of a listing's rows, built on a thread per core in blocks of 1,000 rows: building
+// and parsing thousands of VersionInfos costs more than SQLite's reading their rows.
+Result<std::vector<VersionInfo>> VersionsFromRows(std::vector<db::Row>& rows) {
+  constexpr size_t kBlock = 1000;
+  std::vector<VersionInfo> out(rows.size());
+  const auto build = [&](size_t block) -> Status {
+    std::map<std::string, nlohmann::json> cache;  // one per thread
+    for (size_t i = block * kBlock; i < std::min(rows.size(), (block + 1) * kBlock); ++i) {
+      REEL_ASSIGN_OR_RETURN(out[i], VersionFromRow(rows[i], &cache));
+    }
+    return Status::Ok();
+  };
+  const size_t blocks = (rows.size() + kBlock - 1) / kBlock;
+  const size_t threads =
+      std::min<size_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (size_t b = 0; b < blocks; ++b) REEL_RETURN_IF_ERROR(build(b));
+    return out;
+  }
+  ThreadPool pool(threads - 1);  // ParallelFor's caller is the other one
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, blocks, build));
+  return out;
 }
 
 // Equal for bit-identical weights: the tensors' names and content identities.
@@ -149,10 +188,9 @@ Result<int64_t> LocalRegistry::Impl::BranchHead(const std::string& model,
   return rows[0].Int(0);
 }
 
-Result<VersionInfo> LocalRegistry::Impl::LoadVersion(const VersionId& id, bool manifests) {
+Result<VersionInfo> LocalRegistry::Impl::LoadVersion(const VersionId& id, bool documents) {
   REEL_RETURN_IF_ERROR(RequireVersion(id));
-  const std::string cols = std::string(kVersionColumns) + ", weights, optimizer";
-  REEL_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT " + cols +
+  REEL_ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT " + std::string(kVersionColumns) +
                                                   " FROM registry_versions WHERE model = ? AND "
                                                   "version = ?",
                                               {id.model, id.version}));
@@ -166,11 +204,18 @@ Result<VersionInfo> LocalRegistry::Impl::LoadVersion(const VersionId& id, bool m
                                    "WHERE model = ? AND version = ? ORDER BY position",
                                    {id.model, id.version}));
   for (const db::Row& p : parents) v.parents.push_back({p.Text(0), p.Int(1)});
-  if (!manifests) return v;
-  REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(rows[0].Text(17), id.ToString() + " weights"));
-  if (!rows[0].IsNull(18)) {
-    REEL_ASSIGN_OR_RETURN(v.optimizer,
-                          ManifestFromJson(rows[0].Text(18), id.ToString() + " optimizer"));
+  if (!documents) return v;
+  REEL_ASSIGN_OR_RETURN(auto docs, db_->Query("SELECT config, metrics, weights, optimizer FROM "
+                                              "registry_version_documents WHERE model = ? AND "
+                                              "version = ?",
+                                              {id.model, id.version}));
+  if (docs.empty()) return DataLossError(id.ToString() + ": its config and manifests are missing");
+  db::Row& d = docs[0];
+  v.config = d.TakeText(0);
+  REEL_ASSIGN_OR_RETURN(v.metrics, StoredJson(d.TakeText(1), id, "metrics"));
+  REEL_ASSIGN_OR_RETURN(v.weights, ManifestFromJson(d.Text(2), id.ToString() + " weights"));
+  if (!d.IsNull(3)) {
+    REEL_ASSIGN_OR_RETURN(v.optimizer, ManifestFromJson(d.Text(3), id.ToString() + " optimizer"));
   }
   return v;
 }
@@ -384,15 +429,18 @@ Result<int64_t> LocalRegistry::Impl::Commit(const NewVersion& nv, const Actor& w
         d.Exec("UPDATE registry_models SET next_version = ? WHERE name = ?", {number + 1, nv.model})
             .status());
     for (const VersionId& p : nv.parents) REEL_RETURN_IF_ERROR(im.RequireVersion(p));
+    REEL_RETURN_IF_ERROR(d.Exec("INSERT INTO registry_versions (" + std::string(kVersionColumns) +
+                                    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                {nv.model, number, nv.branch, nv.architecture.dump(),
+                                 ScalarMetrics(nv.metrics).dump(), nv.recipe.dump(), nv.dataset_uri,
+                                 nv.dataset_hash, nv.code_commit, int64_t{nv.code_dirty ? 1 : 0},
+                                 who.name, now, nv.message, static_cast<int64_t>(push.raw_bytes),
+                                 static_cast<int64_t>(push.stored_bytes), weights_id})
+                             .status());
     REEL_RETURN_IF_ERROR(
-        d.Exec("INSERT INTO registry_versions (" + std::string(kVersionColumns) +
-                   ", weights, optimizer) VALUES "
-                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               {nv.model, number, nv.branch, nv.architecture.dump(), nv.config, nv.metrics.dump(),
-                nv.recipe.dump(), nv.dataset_uri, nv.dataset_hash, nv.code_commit,
-                int64_t{nv.code_dirty ? 1 : 0}, who.name, now, nv.message,
-                static_cast<int64_t>(push.raw_bytes), static_cast<int64_t>(push.stored_bytes),
-                weights_id, ManifestToJson(weights),
+        d.Exec("INSERT INTO registry_version_documents (model, version, config, metrics, "
+               "weights, optimizer) VALUES (?, ?, ?, ?, ?, ?)",
+               {nv.model, number, nv.config, nv.metrics.dump(), ManifestToJson(weights),
                 optimizer ? db::Value(ManifestToJson(*optimizer)) : db::Value(std::monostate{})})
             .status());
     for (size_t i = 0; i < nv.parents.size(); ++i) {
@@ -481,31 +529,26 @@ Result<std::vector<VersionInfo>> LocalRegistry::ListVersions(const std::string& 
                                                      " FROM registry_versions WHERE model = ? "
                                                      "ORDER BY version DESC",
                                                  {model}));
-  std::vector<VersionInfo> out;
-  out.reserve(rows.size());
-  std::map<int64_t, size_t> index;
-  std::map<std::string, nlohmann::json> architectures;
-  for (const db::Row& r : rows) {
-    REEL_ASSIGN_OR_RETURN(VersionInfo v, VersionFromRow(r, &architectures));
-    index[v.id.version] = out.size();
-    out.push_back(std::move(v));
-  }
+  REEL_ASSIGN_OR_RETURN(std::vector<VersionInfo> out, VersionsFromRows(rows));
+  std::unordered_map<int64_t, size_t> index;
+  index.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i) index[out[i].id.version] = i;
   // Tags and parents of all of them in two queries, not two per version; in the primary keys'
   // order, so that SQLite sorts nothing (tags land in a map, sorted anyway).
   REEL_ASSIGN_OR_RETURN(auto tags, im.db().Query("SELECT version, tag, value FROM registry_tags "
                                                  "WHERE model = ?",
                                                  {model}));
-  for (const db::Row& t : tags) {
+  for (db::Row& t : tags) {
     if (auto it = index.find(t.Int(0)); it != index.end())
-      out[it->second].tags[t.Text(1)] = t.Text(2);
+      out[it->second].tags[t.TakeText(1)] = t.TakeText(2);
   }
   REEL_ASSIGN_OR_RETURN(auto parents,
                         im.db().Query("SELECT version, parent_model, parent_version FROM "
                                       "registry_parents WHERE model = ? ORDER BY version, position",
                                       {model}));
-  for (const db::Row& p : parents) {
+  for (db::Row& p : parents) {
     if (auto it = index.find(p.Int(0)); it != index.end()) {
-      out[it->second].parents.push_back({p.Text(1), p.Int(2)});
+      out[it->second].parents.push_back({p.TakeText(1), p.Int(2)});
     }
   }
   return out;

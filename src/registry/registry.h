@@ -78,8 +78,9 @@ struct NewVersion {
 struct VersionInfo {
   VersionId id;
   std::string branch;  // the branch it was registered on
-  nlohmann::json architecture, metrics, recipe;
-  std::string config, dataset_uri, dataset_hash, code_commit;
+  nlohmann::json architecture, recipe;
+  nlohmann::json metrics;  // the evaluation report; a listing's: its scalar entries (top1, ...)
+  std::string dataset_uri, dataset_hash, code_commit;
   bool code_dirty = false;
   std::vector<VersionId> parents;
   std::string author, created_at, message;  // created_at: RFC 3339, UTC
@@ -88,6 +89,7 @@ struct VersionInfo {
   uint64_t stored_bytes = 0;  // what this version's push added to the store
   std::string weights_id;     // equal for two versions with bit-identical weights
   // Filled by Get, not by listings:
+  std::string config;  // the whole training config (YAML)
   WeightManifest weights;
   std::optional<WeightManifest> optimizer;
 };
@@ -174,7 +176,8 @@ class Registry {
   virtual Result<std::vector<VersionId>> Parents(const VersionId& id) = 0;
 
   virtual Result<std::vector<ModelSummary>> ListModels() = 0;
-  // Versions of `model`, newest first, without manifests.
+  // Versions of `model`, newest first, without their config and manifests, with the scalar
+  // entries of their evaluation reports only.
   virtual Result<std::vector<VersionInfo>> ListVersions(const std::string& model) = 0;
 
   virtual Result<std::vector<BranchInfo>> ListBranches(const std::string& model) = 0;

@@ -155,7 +155,7 @@ Result<GcStats> LocalRegistry::CollectGarbage(const GcOptions& options, const Ac
   // Mark: what the versions name, what is young, and every base those are deltas against.
   std::set<std::string> referenced;
   REEL_ASSIGN_OR_RETURN(auto rows, im.db().Query("SELECT model, version, weights, optimizer "
-                                                 "FROM registry_versions"));
+                                                 "FROM registry_version_documents"));
   for (const db::Row& r : rows) {
     const std::string what = VersionUri(r.Text(0), r.Int(1));
     REEL_ASSIGN_OR_RETURN(WeightManifest w, ManifestFromJson(r.Text(2), what + " weights"));

@@ -110,7 +110,7 @@ class LocalRegistry::Impl {
   Result<int64_t> BranchHead(const std::string& model, const std::string& branch);
 
   // One version's row, tags and parents; its manifests too when `manifests`.
-  Result<VersionInfo> LoadVersion(const VersionId& id, bool manifests);
+  Result<VersionInfo> LoadVersion(const VersionId& id, bool documents);
   // Appends to a branch's history and moves its head (creating the branch when missing).
   Status MoveBranch(const std::string& model, const std::string& branch, int64_t version,
                     const std::string& action, const std::string& by);

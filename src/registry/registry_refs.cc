@@ -276,7 +276,8 @@ Status LocalRegistry::Remove(const VersionId& id, bool force, const Actor& who) 
               .status());
       REEL_RETURN_IF_ERROR(im.LogAlias(id.model, a.Text(0), id.version, std::nullopt, who.name));
     }
-    for (const char* table : {"registry_tags", "registry_parents", "registry_versions"}) {
+    for (const char* table :
+         {"registry_tags", "registry_parents", "registry_version_documents", "registry_versions"}) {
       REEL_RETURN_IF_ERROR(
           d.Exec(std::string("DELETE FROM ") + table + " WHERE model = ? AND version = ?",
                  {id.model, id.version})

@@ -100,6 +100,26 @@ CREATE TABLE registry_grants (
   role TEXT NOT NULL,
   PRIMARY KEY (user_name, model));
 )sql"},
+      // A version's large documents (its training config, whole evaluation report and weight
+      // manifests: tens of kB, more with many classes) move beside it, so that a listing of
+      // thousands of versions reads narrow rows only. The row's metrics become the report's
+      // scalar entries for versions registered from now on (a listing drops the rest of older
+      // rows' reports as it reads them).
+      {3, R"sql(
+CREATE TABLE registry_version_documents (
+  model TEXT NOT NULL,
+  version BIGINT NOT NULL,
+  config TEXT NOT NULL,
+  metrics TEXT NOT NULL,
+  weights TEXT NOT NULL,
+  optimizer TEXT,
+  PRIMARY KEY (model, version));
+INSERT INTO registry_version_documents (model, version, config, metrics, weights, optimizer)
+  SELECT model, version, config, metrics, weights, optimizer FROM registry_versions;
+ALTER TABLE registry_versions DROP COLUMN config;
+ALTER TABLE registry_versions DROP COLUMN weights;
+ALTER TABLE registry_versions DROP COLUMN optimizer;
+)sql"},
   };
   return kSteps;
 }

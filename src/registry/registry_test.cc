@@ -9,7 +9,9 @@
 #include <set>
 #include <string>
 
+#include "db/database.h"
 #include "db/testing/test_database.h"
+#include "registry/registry_impl.h"
 #include "registry/registry_test_util.h"
 #include "storage/local_store.h"
 #include "testing/processes.h"
@@ -109,6 +111,7 @@ TEST_P(RegistryTest, ASecondVersionStoresItsChangesAsDeltas) {
   ASSERT_OK(Register(Version("clf", 1)));
   NewVersion next = Version("clf", 1);
   next.weights.tensors["conv.weight"] = Moved(next.weights.tensors["conv.weight"], 1e-3, 9);
+  next.metrics = {{"top1", 0.5}, {"per_class", {0.25, 0.75}}, {"class_names", {"a", "b"}}};
   PushStats stats;
   ASSERT_OK_AND_ASSIGN(VersionInfo v2, registry_->Register(next, kAda, &stats));
   EXPECT_EQ(stats.chunks_written, 3) << "only conv.weight's chunks changed";
@@ -120,6 +123,13 @@ TEST_P(RegistryTest, ASecondVersionStoresItsChangesAsDeltas) {
   ASSERT_EQ(versions.size(), 2u);
   EXPECT_EQ(versions[0].id.version, 2);  // newest first
   EXPECT_NE(versions[0].weights_id, versions[1].weights_id);
+  EXPECT_TRUE(versions[0].config.empty()) << "a listing leaves the config to Get";
+  EXPECT_TRUE(versions[0].weights.tensors.empty()) << "and the manifests";
+  EXPECT_EQ(versions[0].metrics.dump(), R"({"top1":0.5})") << "a report's scalars only";
+  ASSERT_OK_AND_ASSIGN(VersionInfo got, registry_->Get(versions[0].id));
+  EXPECT_EQ(got.metrics, next.metrics) << "Get has the whole report";
+  EXPECT_EQ(got.config, next.config);
+  EXPECT_EQ(versions[0].message, next.message);
 }
 
 TEST_P(RegistryTest, LineageIsRecordedAndAnUnknownParentRegistersNothing) {
@@ -324,6 +334,51 @@ TEST_P(RegistryTest, ConcurrentRegistrationsFromSeveralProcesses) {
   EXPECT_EQ(versions.front().id.version, kProcs * kEach);
   ASSERT_OK_AND_ASSIGN(auto log, registry_->Log("clf", "main"));
   EXPECT_EQ(log.size(), size_t{kProcs * kEach});
+}
+
+// A registry written before schema step 3 kept a version's config and manifests in its row;
+// opened by this build, they move beside it and read back whole.
+TEST(RegistrySchema, StepThreeMovesTheDocumentsOutOfTheVersionRows) {
+  reel::testing::TempDir dir;
+  const NewVersion nv = Version("clf", 4);
+  constexpr char kReport[] = R"({"per_class":[1.0,0.5],"top1":0.75})";
+  std::string manifest;
+  {
+    ASSERT_OK_AND_ASSIGN(auto db, db::OpenSqlite(dir.path() + "/registry.db"));
+    const std::vector<db::Migration> before(RegistryMigrations().begin(),
+                                            RegistryMigrations().begin() + 2);
+    ASSERT_OK(db::Migrate(*db, "registry", before));
+    ASSERT_OK_AND_ASSIGN(auto store, storage::LocalStore::Open(dir.path()));
+    WeightStore weights(std::move(store), "weights/");
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, weights.Push(nv.weights, nullptr));
+    manifest = ManifestToJson(m);
+    ASSERT_OK(db->Exec("INSERT INTO registry_models (name, next_version, created_at, created_by) "
+                       "VALUES ('clf', 2, 't', 'ada')")
+                  .status());
+    ASSERT_OK(db->Exec("INSERT INTO registry_versions (model, version, branch, architecture, "
+                       "config, metrics, recipe, dataset_uri, dataset_hash, code_commit, "
+                       "code_dirty, author, created_at, message, weight_bytes, stored_bytes, "
+                       "weights_id, weights, optimizer) VALUES ('clf', 1, 'main', '{}', ?, ?, "
+                       "'{}', '', '', '', 0, 'ada', 't', 'old', 0, 0, 'id', ?, NULL)",
+                       {nv.config, std::string(kReport), manifest})
+                  .status());
+  }
+  ASSERT_OK_AND_ASSIGN(auto registry, Registry::Open(dir.path()));
+  ASSERT_OK_AND_ASSIGN(VersionInfo v, registry->Get("models:/clf/1"));
+  EXPECT_EQ(v.config, nv.config);
+  EXPECT_EQ(v.metrics.dump(), kReport);
+  EXPECT_EQ(ManifestToJson(v.weights), manifest);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, registry->PullWeights(v));
+  ExpectSameFile(back, nv.weights);
+  ASSERT_OK_AND_ASSIGN(auto listed, registry->ListVersions("clf"));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].message, "old");
+  EXPECT_EQ(listed[0].metrics.dump(), R"({"top1":0.75})") << "a listing's metrics are scalars";
+  GcOptions gc;
+  gc.grace_ms = 0;
+  ASSERT_OK_AND_ASSIGN(GcStats stats, registry->CollectGarbage(gc, kRoot));
+  EXPECT_EQ(stats.chunks_removed, 0) << "the moved manifest still marks its chunks";
+  EXPECT_GT(stats.chunks_live, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, RegistryTest, ::testing::Values("sqlite"));

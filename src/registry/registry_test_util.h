@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -70,10 +71,10 @@ class StopsAfterPuts : public storage::MemoryStore {
  public:
   explicit StopsAfterPuts(int allowed) : allowed_(allowed) {}
   Status Put(std::string_view key, std::string_view data) override {
-    if (allowed_-- <= 0) return UnavailableError("the pushing process died");
+    if (allowed_.fetch_sub(1) <= 0) return UnavailableError("the pushing process died");
     return MemoryStore::Put(key, data);
   }
-  int allowed_;
+  std::atomic<int> allowed_;  // pushes put on several threads
 };
 
 }  // namespace reel::registry

@@ -256,10 +256,13 @@ Result<std::unique_ptr<RegistryService>> RegistryService::Open(const ServiceOpti
   if (options.pool < 1) return InvalidArgumentError("registry service: pool must be at least 1");
   auto state = std::make_unique<State>();
   state->options = options;
+  // One delta base cache for every session: a run's next checkpoint may reach any of them.
+  RegistryOptions shared;
+  shared.weights.base_cache = std::make_shared<ChunkCache>(kDefaultBaseCacheBytes);
   for (int i = 0; i < options.pool; ++i) {
     auto session = std::make_unique<Session>();
     REEL_ASSIGN_OR_RETURN(session->registry,
-                          OpenLocalRegistry(options.registry_uri, options.chunks));
+                          OpenLocalRegistry(options.registry_uri, options.chunks, shared));
     REEL_ASSIGN_OR_RETURN(session->access, AccessControl::Open(options.registry_uri));
     state->idle.push_back(std::move(session));
   }
@@ -293,8 +296,9 @@ Status AddReadRoutes(RegistryService::State& st, http::Router* r) {
       "GET", m + "/versions",
       st.Guard(Role::kReader, [](Session& s, const Caller&, const Request& q) -> Result<Response> {
         REEL_ASSIGN_OR_RETURN(auto versions, s.registry->ListVersions(q.params.at("model")));
-        return Response::Json(
-            200, JsonList(versions, [](const VersionInfo& v) { return VersionJson(v); }));
+        return Response::Json(200, JsonList(versions, [](const VersionInfo& v) {
+                                return VersionJson(v, VersionView::kListed);
+                              }));
       })));
   REEL_RETURN_IF_ERROR(r->Add(
       "GET", m + "/resolve",
@@ -319,7 +323,7 @@ Status AddReadRoutes(RegistryService::State& st, http::Router* r) {
       st.Guard(Role::kReader, [](Session& s, const Caller&, const Request& q) -> Result<Response> {
         REEL_ASSIGN_OR_RETURN(VersionId id, VersionOf(q));
         REEL_ASSIGN_OR_RETURN(VersionInfo v, s.registry->Get(id));
-        return Response::Json(200, VersionJson(v, /*manifests=*/true));
+        return Response::Json(200, VersionJson(v, VersionView::kWithManifests));
       })));
   REEL_RETURN_IF_ERROR(r->Add(
       "GET", m + "/versions/{version}/parents",
@@ -355,9 +359,10 @@ Status AddVersionWriteRoutes(RegistryService::State& st, http::Router* r) {
             bool reused = false;
             REEL_ASSIGN_OR_RETURN(VersionInfo info,
                                   s.registry->Register(nv, c.actor, &stats, &reused));
-            return Response::Json(reused ? 200 : 201, {{"version", VersionJson(info, true)},
-                                                       {"stats", PushStatsJson(stats)},
-                                                       {"reused", reused}});
+            return Response::Json(reused ? 200 : 201,
+                                  {{"version", VersionJson(info, VersionView::kWithManifests)},
+                                   {"stats", PushStatsJson(stats)},
+                                   {"reused", reused}});
           })));
   REEL_RETURN_IF_ERROR(r->Add(
       "GET", "/api/v1/models/{model}/chunks",

@@ -26,7 +26,7 @@ nlohmann::json OptionalVersion(const std::optional<int64_t>& v) {
 
 }  // namespace
 
-nlohmann::json VersionJson(const VersionInfo& v, bool manifests) {
+nlohmann::json VersionJson(const VersionInfo& v, VersionView view) {
   nlohmann::json j = {{"uri", v.id.ToString()},
                       {"model", v.id.model},
                       {"version", v.id.version},
@@ -46,9 +46,9 @@ nlohmann::json VersionJson(const VersionInfo& v, bool manifests) {
                         {"bytes", v.weight_bytes},
                         {"stored_bytes", v.stored_bytes},
                         {"tensors", v.weights.tensors.size()}}},
-                      {"has_optimizer", v.optimizer.has_value()},
-                      {"config", v.config}};
-  if (manifests) {
+                      {"has_optimizer", v.optimizer.has_value()}};
+  if (view != VersionView::kListed) j["config"] = v.config;
+  if (view == VersionView::kWithManifests) {
     j["weights"]["manifest"] = ManifestJson(v.weights);
     if (v.optimizer) j["optimizer_manifest"] = ManifestJson(*v.optimizer);
   }
@@ -69,7 +69,7 @@ Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& 
   v.architecture = f.Object("architecture");
   v.metrics = f.Object("metrics");
   v.recipe = f.Object("recipe");
-  v.config = f.String("config");
+  if (f.Has("config")) v.config = f.String("config");
   JsonFields dataset(f.Object("dataset"), f.Path("dataset"));
   JsonFields code(f.Object("code"), f.Path("code"));
   JsonFields weights(f.Object("weights"), f.Path("weights"));

@@ -8,10 +8,13 @@
 
 namespace reel::registry {
 
-// Without the weight manifests unless `manifests` (they hold every chunk address).
-nlohmann::json VersionJson(const VersionInfo& v, bool manifests = false);
-// The inverse of VersionJson, for a registry's HTTP client; with its manifests when the JSON
-// has them. Errors: DataLoss naming `what` and the field.
+// What a version's JSON holds: a listing's entry (without the config and the manifests, which a
+// listing does not load), the whole version but its manifests, or with them too (they hold
+// every chunk address).
+enum class VersionView { kListed, kWhole, kWithManifests };
+nlohmann::json VersionJson(const VersionInfo& v, VersionView view = VersionView::kWhole);
+// The inverse of VersionJson, for a registry's HTTP client; with its config and manifests when
+// the JSON has them. Errors: DataLoss naming `what` and the field.
 Result<VersionInfo> VersionFromJson(const nlohmann::json& j, const std::string& what);
 Result<ModelSummary> ModelFromJson(const nlohmann::json& j, const std::string& what);
 Result<BranchInfo> BranchFromJson(const nlohmann::json& j, const std::string& what);

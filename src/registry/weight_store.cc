@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "base/hash.h"
@@ -164,19 +165,33 @@ Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint6
 
 WeightStore::WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
                          WeightStoreOptions options)
-    : store_(std::move(store)), prefix_(std::move(prefix)), options_(options) {}
-
-Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
-                                         const WeightManifest* parent, PushStats* stats) const {
-  if (options_.chunk_bytes < 8 || options_.max_chain < 0 || options_.max_chain > kMaxChunkDepth) {
-    return InvalidArgumentError(
-        "weight store: chunk_bytes must be at least 8 and max_chain in [0, " +
-        std::to_string(kMaxChunkDepth) + "]");
+    : store_(std::move(store)), prefix_(std::move(prefix)), options_(std::move(options)) {
+  if (options_.base_cache == nullptr) {
+    options_.base_cache = std::make_shared<ChunkCache>(kDefaultBaseCacheBytes);
   }
-  PushStats local;
-  if (stats == nullptr) stats = &local;
-  WeightManifest out;
-  out.metadata = file.metadata;
+}
+
+size_t WeightStore::Threads() const {
+  return options_.threads > 0 ? static_cast<size_t>(options_.threads)
+                              : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One chunk of a push: where it comes from, and what storing it found.
+struct WeightStore::PushPiece {
+  const std::string* tensor = nullptr;  // its name
+  std::string_view raw;
+  int width = 0;
+  const ChunkRef* base = nullptr;  // the parent's chunk at the same place, when it has one
+  std::string what;
+  ChunkRef ref;
+  PushStats stats;  // what storing it wrote
+};
+
+// Every tensor of `file` cut into chunks, each beside the parent's chunk at the same place of the
+// same tensor (same name, dtype and shape) when there is one.
+Result<std::vector<WeightStore::PushPiece>> WeightStore::PlanPush(
+    const models::SafetensorsFile& file, const WeightManifest* parent) const {
+  std::vector<PushPiece> pieces;
   for (const auto& [name, tensor] : file.tensors) {
     REEL_ASSIGN_OR_RETURN(const int width, ElementWidth(name, tensor));
     const TensorEntry* base = nullptr;
@@ -187,66 +202,148 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
         base = &it->second;
       }
     }
-    TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
-    const std::vector<std::string_view> pieces =
+    const std::vector<std::string_view> raws =
         SplitIntoChunks(tensor.data, width, options_.chunk_bytes);
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      const std::string_view raw = pieces[i];
-      const ChunkRef* base_chunk =
-          base != nullptr && i < base->chunks.size() && base->chunks[i].size == raw.size()
-              ? &base->chunks[i]
-              : nullptr;
-      REEL_ASSIGN_OR_RETURN(ChunkRef ref,
-                            PushChunk(raw, width, base_chunk,
-                                      "tensor '" + name + "' chunk " + std::to_string(i), stats));
-      entry.chunks.push_back(std::move(ref));
+    for (size_t i = 0; i < raws.size(); ++i) {
+      PushPiece p;
+      p.tensor = &name;
+      p.raw = raws[i];
+      p.width = width;
+      if (base != nullptr && i < base->chunks.size() && base->chunks[i].size == raws[i].size()) {
+        p.base = &base->chunks[i];
+      }
+      p.what = "tensor '" + name + "' chunk " + std::to_string(i);
+      pieces.push_back(std::move(p));
     }
-    entry.id = TensorId(entry.chunks);
-    out.tensors.emplace(name, std::move(entry));
   }
+  return pieces;
+}
+
+namespace {
+
+// The pieces that store a chunk: the first of each address that is not its base unchanged (a
+// file may hold one chunk twice: two such pieces must not race to write it). The others take the
+// depth their base or their address's first piece found.
+std::vector<size_t> StoringPieces(std::vector<WeightStore::PushPiece>& pieces,
+                                  std::vector<size_t>* first_of) {
+  std::vector<size_t> storing;
+  std::unordered_map<std::string_view, size_t> first;
+  first_of->assign(pieces.size(), pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    WeightStore::PushPiece& p = pieces[i];
+    if (p.base != nullptr && p.base->sha256 == p.ref.sha256) {
+      p.ref = *p.base;  // unchanged
+      continue;
+    }
+    auto [it, added] = first.emplace(p.ref.sha256, i);
+    if (added) storing.push_back(i);
+    (*first_of)[i] = it->second;
+  }
+  return storing;
+}
+
+void AddPushStats(const PushStats& from, PushStats* to) {
+  to->chunks_written += from.chunks_written;
+  to->deltas_written += from.deltas_written;
+  to->stored_bytes += from.stored_bytes;
+}
+
+}  // namespace
+
+// Hashes every chunk, stores the new ones (each address once), then keeps the pushed chunks as
+// the next push's delta bases; all three on Threads() threads.
+Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
+                                         const WeightManifest* parent, PushStats* stats) const {
+  if (options_.chunk_bytes < 8 || options_.max_chain < 0 || options_.max_chain > kMaxChunkDepth) {
+    return InvalidArgumentError(
+        "weight store: chunk_bytes must be at least 8 and max_chain in [0, " +
+        std::to_string(kMaxChunkDepth) + "]");
+  }
+  REEL_ASSIGN_OR_RETURN(std::vector<PushPiece> pieces, PlanPush(file, parent));
+  const size_t threads = Threads();
+  ThreadPool pool(std::max<size_t>(threads - 1, 1));  // ParallelFor's caller is the other one
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) {
+    pieces[i].ref = {Sha256Hex(pieces[i].raw), pieces[i].raw.size(), 0};
+    return Status::Ok();
+  }));
+  std::vector<size_t> first_of;
+  const std::vector<size_t> storing = StoringPieces(pieces, &first_of);
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, storing.size(),
+                                   [&](size_t k) { return PushChunk(pieces[storing[k]]); }));
+
+  PushStats local;
+  if (stats == nullptr) stats = &local;
+  WeightManifest out;
+  out.metadata = file.metadata;
+  for (const auto& [name, tensor] : file.tensors) {
+    out.tensors.emplace(name, TensorEntry{tensor.dtype, tensor.shape, "", {}});
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    PushPiece& p = pieces[i];
+    if (first_of[i] < pieces.size()) p.ref.depth = pieces[first_of[i]].ref.depth;
+    AddPushStats(p.stats, stats);
+    ++stats->chunks;
+    stats->raw_bytes += p.raw.size();
+    out.tensors[*p.tensor].chunks.push_back(p.ref);
+  }
+  for (auto& [name, entry] : out.tensors) entry.id = TensorId(entry.chunks);
+  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) {
+    options_.base_cache->Insert(pieces[i].ref.sha256, pieces[i].raw);
+    return Status::Ok();
+  }));
   return out;
 }
 
-Result<ChunkRef> WeightStore::PushChunk(std::string_view raw, int width, const ChunkRef* base,
-                                        const std::string& what, PushStats* stats) const {
-  ChunkRef ref{Sha256Hex(raw), raw.size(), 0};
-  ++stats->chunks;
-  stats->raw_bytes += raw.size();
-  if (base != nullptr && base->sha256 == ref.sha256) return *base;  // unchanged
-
-  Result<int> stored_depth = StoredDepth(ref.sha256, what);
-  if (stored_depth.ok()) {  // stored before (another tensor, version or an interrupted push)
-    ref.depth = *stored_depth;
-    return ref;
+// Stores one piece's chunk unless the store has it (from another tensor or version, or an
+// interrupted push): as a delta when there is a base to take it against; whole when there is
+// none, the chain is full, or XOR left nothing to gain (the delta is no smaller than the raw
+// bytes).
+Status WeightStore::PushChunk(PushPiece& p) const {
+  Result<int> stored_depth = StoredDepth(p.ref.sha256, p.what);
+  if (stored_depth.ok()) {
+    p.ref.depth = *stored_depth;
+    return Status::Ok();
   }
   if (stored_depth.status().code() != StatusCode::kNotFound) return stored_depth.status();
 
-  // A delta when there is a base to take it against; whole when there is none, the chain is
-  // full, or XOR left nothing to gain (the delta is no smaller than the raw bytes). The base is
-  // not checked against its address: the delta is taken against the bytes its chain decodes to,
-  // so a read through that same chain gets `raw` back, and the pull checks that.
   const ChunkEncodeOptions encode{options_.zstd_level, options_.compress};
   std::string encoded;
-  if (base != nullptr && base->depth < options_.max_chain && options_.compress) {
-    REEL_ASSIGN_OR_RETURN(std::string base_raw,
-                          ReadChunk(base->sha256, what + " (delta base)", Verify::kNone));
-    const DeltaBase delta_base{base_raw, base->depth, base->sha256};
-    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, &delta_base, encode));
-    if (encoded.size() < raw.size()) {
-      ref.depth = base->depth + 1;
-      ++stats->deltas_written;
+  if (p.base != nullptr && p.base->depth < options_.max_chain && options_.compress) {
+    REEL_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> base_raw,
+                          ReadDeltaBase(*p.base, p.what + " (delta base)"));
+    const DeltaBase delta_base{*base_raw, p.base->depth, p.base->sha256};
+    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, &delta_base, encode));
+    if (encoded.size() < p.raw.size()) {
+      p.ref.depth = p.base->depth + 1;
+      p.stats.deltas_written = 1;
     } else {
       encoded.clear();
     }
   }
   if (encoded.empty()) {
-    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(raw, width, nullptr, encode));
+    REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, nullptr, encode));
   }
-  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(ref.sha256), encoded));
+  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(p.ref.sha256), encoded));
   REEL_SYNC_POINT("WeightStore::PushChunk:Written");
-  ++stats->chunks_written;
-  stats->stored_bytes += encoded.size();
-  return ref;
+  p.stats.chunks_written = 1;
+  p.stats.stored_bytes = encoded.size();
+  return Status::Ok();
+}
+
+// The bytes a delta against `base` is taken against: the cached ones when a recent push kept
+// them and the store still holds that chunk at the manifest's depth (a removed version's chunks
+// may have been collected since), else its chain decoded from the store. The base is not checked
+// against its address: the delta is taken against the bytes its chain decodes to, so a read
+// through that same chain gets the new chunk back, and the pull checks that.
+Result<std::shared_ptr<const std::string>> WeightStore::ReadDeltaBase(
+    const ChunkRef& base, const std::string& what) const {
+  if (std::shared_ptr<const std::string> cached = options_.base_cache->Find(base.sha256)) {
+    Result<int> depth = StoredDepth(base.sha256, what);
+    if (depth.ok() && *depth == base.depth) return cached;
+    if (!depth.ok() && depth.status().code() != StatusCode::kNotFound) return depth.status();
+  }
+  REEL_ASSIGN_OR_RETURN(std::string raw, ReadChunk(base.sha256, what, Verify::kNone));
+  return std::make_shared<const std::string>(std::move(raw));
 }
 
 // Reads the chain from `sha256` down to its full chunk, newest first (each link one less deep: a
@@ -384,8 +481,7 @@ Result<models::SafetensorsFile> WeightStore::Assemble(
       out += t.chunks[i].size;
     }
   }
-  const size_t threads = options_.threads > 0 ? static_cast<size_t>(options_.threads)
-                                              : std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = Threads();
   ThreadPool pool(std::max<size_t>(threads - 1, 1));  // ParallelFor's caller is the other one
   REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) -> Status {
     const Piece& p = pieces[i];

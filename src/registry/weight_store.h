@@ -6,8 +6,9 @@
 // parent version's chunk at the same place of the same tensor (same name, dtype and shape),
 // unless that base is already `max_chain` deltas deep: then it is stored whole, so any pull
 // decodes at most max_chain + 1 chunks for one. Every pulled chunk is checked against its
-// address; a pull reads and decodes chunks on `threads` threads, each straight into its place
-// in the tensor.
+// address. A push hashes, encodes and stores chunks on `threads` threads, taking the delta bases
+// it stored last from a cache (chunk_cache.h) instead of decoding them again; a pull reads and
+// decodes chunks on `threads` threads, each straight into its place in the tensor.
 //
 // The WeightManifest is what a version records (the registry keeps it in its metadata): per
 // tensor its dtype, shape, chunk list and an identity, the SHA-256 of its chunks' addresses (two
@@ -15,7 +16,8 @@
 //
 // Crash safety: each chunk is one object Put whole, under the address of its content; a push
 // killed halfway leaves only complete chunks, which the rerun finds and does not write again.
-// Thread-safety: a WeightStore holds no mutable state; share it across threads.
+// Thread-safety: a WeightStore's only mutable state is its thread-safe cache; share it across
+// threads.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,6 +32,7 @@
 
 #include "base/status.h"
 #include "models/safetensors.h"
+#include "registry/chunk_cache.h"
 #include "storage/object_store.h"
 
 namespace reel::registry {
@@ -69,8 +72,14 @@ struct WeightStoreOptions {
   int max_chain = 8;               // deltas in a row before a chunk is stored whole again
   int zstd_level = 1;
   bool compress = true;  // false: chunks stored as they are (no zstd, no deltas)
-  int threads = 0;       // threads a pull reads and decodes chunks on (0: one per core)
+  int threads = 0;       // threads a push or a pull works on (0: one per core)
+  // The raw chunks of the last pushes, the likely delta bases of the next (chunk_cache.h); null:
+  // a cache of kDefaultBaseCacheBytes of the store's own. A cache of capacity 0 keeps none.
+  std::shared_ptr<ChunkCache> base_cache;
 };
+
+// Two versions of a 126 MB model (R(2+1)D-18): the one pushed last and the one being pushed.
+inline constexpr uint64_t kDefaultBaseCacheBytes = 256ull << 20;
 
 struct PushStats {
   uint64_t raw_bytes = 0;     // the tensors' bytes
@@ -96,6 +105,8 @@ Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint6
 
 class WeightStore {
  public:
+  struct PushPiece;  // one chunk of a push (weight_store.cc)
+
   // Chunks live under `prefix` ("" or ending in '/') of `store`.
   WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
               WeightStoreOptions options = {});
@@ -118,6 +129,7 @@ class WeightStore {
       const WeightManifest& manifest, const std::map<std::string, std::string_view>& given) const;
 
   uint64_t chunk_bytes() const { return options_.chunk_bytes; }
+  const ChunkCache& base_cache() const { return *options_.base_cache; }
 
   // Whether a chunk is stored under `sha256` (reads its header only).
   Result<bool> HasChunk(const std::string& sha256) const;
@@ -134,8 +146,12 @@ class WeightStore {
   Status DeleteChunk(std::string_view sha256) const;
 
  private:
-  Result<ChunkRef> PushChunk(std::string_view raw, int width, const ChunkRef* parent,
-                             const std::string& what, PushStats* stats) const;
+  Result<std::vector<PushPiece>> PlanPush(const models::SafetensorsFile& file,
+                                          const WeightManifest* parent) const;
+  Status PushChunk(PushPiece& piece) const;
+  Result<std::shared_ptr<const std::string>> ReadDeltaBase(const ChunkRef& base,
+                                                           const std::string& what) const;
+  size_t Threads() const;
   enum class Verify { kAddress, kNone };
   Result<std::string> ReadChunk(const std::string& sha256, const std::string& what,
                                 Verify verify) const;

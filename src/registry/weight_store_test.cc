@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "base/random.h"
 #include "registry/chunk_codec.h"
 #include "registry/registry_test_util.h"
+#include "storage/listing.h"
 #include "storage/memory_store.h"
 #include "testing/status_matchers.h"
 
@@ -200,6 +203,84 @@ TEST_F(WeightStoreTest, AnInterruptedPushLeavesWholeChunksAndTheRerunWritesTheRe
   EXPECT_EQ(stats.chunks_written, 2) << "4 of the 6 chunks were already stored";
   ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m));
   ExpectSameFile(back, Model(1));
+}
+
+// Every chunk object under `prefix`, by key.
+std::map<std::string, std::string> Objects(storage::MemoryStore& store, const std::string& prefix) {
+  std::map<std::string, std::string> out;
+  Result<std::vector<storage::ObjectInfo>> all = storage::ListAll(store, prefix);
+  EXPECT_OK(all.status());
+  if (!all.ok()) return out;
+  for (const storage::ObjectInfo& o : *all) out[o.key.substr(prefix.size())] = *store.Get(o.key);
+  return out;
+}
+
+// Counts whole-object reads: a push reads one for each delta base it decodes from the store.
+class CountsGets : public storage::MemoryStore {
+ public:
+  Result<std::string> Get(std::string_view key, storage::ObjectInfo* info) override {
+    ++gets_;
+    return MemoryStore::Get(key, info);
+  }
+  std::atomic<int> gets_{0};
+};
+
+TEST_F(WeightStoreTest, ASuccessivePushTakesItsDeltaBasesFromTheCache) {
+  SafetensorsFile model = Model(1);
+  SafetensorsFile tuned = model;
+  tuned.tensors["conv.weight"] = Moved(model.tensors["conv.weight"], 1e-3, 7);
+  auto counting = std::make_shared<CountsGets>();
+  WeightStoreOptions uncached_options = Options();
+  uncached_options.base_cache = std::make_shared<ChunkCache>(0);
+  WeightStore cached(counting, "cached/", Options());
+  WeightStore uncached(counting, "uncached/", uncached_options);
+  int reads[2];
+  for (WeightStore* store : {&cached, &uncached}) {
+    ASSERT_OK_AND_ASSIGN(WeightManifest parent, store->Push(model, nullptr));
+    const int before = counting->gets_;
+    PushStats stats;
+    ASSERT_OK_AND_ASSIGN(WeightManifest child, store->Push(tuned, &parent, &stats));
+    reads[store == &cached ? 0 : 1] = counting->gets_ - before;
+    EXPECT_EQ(stats.deltas_written, 3);
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store->Pull(child));
+    ExpectSameFile(back, tuned);
+  }
+  EXPECT_EQ(reads[0], 0) << "the bases came from the cache";
+  EXPECT_EQ(reads[1], 3) << "the uncached push reads its 3 bases";
+  EXPECT_EQ(cached.base_cache().size(), 9u) << "both versions' chunks (an empty tensor has none)";
+  EXPECT_EQ(uncached.base_cache().size(), 0u);
+  EXPECT_EQ(Objects(*counting, "cached/"), Objects(*counting, "uncached/"))
+      << "either way the same chunks are stored";
+}
+
+TEST_F(WeightStoreTest, ACachedBaseTheStoreLostIsNotADeltaBase) {
+  ASSERT_OK_AND_ASSIGN(WeightManifest parent, store_.Push(Model(1), nullptr));
+  SafetensorsFile tuned = Model(1);
+  tuned.tensors["fc.weight"] = Moved(tuned.tensors["fc.weight"], 1e-3, 8);
+  const ChunkRef& fc = parent.tensors.at("fc.weight").chunks[0];
+  ASSERT_OK(mem_->Delete(store_.ChunkKey(fc.sha256)));  // collected after its version's removal
+  Result<WeightManifest> child = store_.Push(tuned, &parent);
+  EXPECT_STATUS(child, StatusCode::kDataLoss);
+  EXPECT_NE(child.status().message().find("fc.weight"), std::string::npos)
+      << child.status().message();
+}
+
+TEST_F(WeightStoreTest, PushesOnManyThreadsStoreARepeatedChunkOnce) {
+  SafetensorsFile model = Model(3);
+  model.tensors["copy.weight"] = model.tensors["conv.weight"];
+  for (int threads : {1, 3}) {
+    WeightStoreOptions o;
+    o.chunk_bytes = 256;  // conv.weight and its copy: over a hundred chunks each
+    o.threads = threads;
+    WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
+    PushStats stats;
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, nullptr, &stats));
+    const size_t conv = m.tensors.at("conv.weight").chunks.size();
+    EXPECT_EQ(stats.chunks_written, stats.chunks - static_cast<int>(conv)) << threads;
+    EXPECT_EQ(m.tensors.at("copy.weight").id, m.tensors.at("conv.weight").id);
+    ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m));
+    ExpectSameFile(back, model);
+  }
 }
 
 TEST_F(WeightStoreTest, ManifestsRoundTripAndRejectDamage) {
