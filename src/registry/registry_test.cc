@@ -381,6 +381,60 @@ TEST(RegistrySchema, StepThreeMovesTheDocumentsOutOfTheVersionRows) {
   EXPECT_GT(stats.chunks_live, 0);
 }
 
+// A listing of thousands of versions builds them on several threads, in blocks of rows: every
+// version lands in its place, newest first, with its own tags and parents.
+TEST(RegistryListing, ThousandsOfVersionsListInOrderWithTheirTagsAndParents) {
+  reel::testing::TempDir dir;
+  constexpr int kVersions = 2500;
+  {
+    ASSERT_OK_AND_ASSIGN(auto db, db::OpenSqlite(dir.path() + "/registry.db"));
+    ASSERT_OK(db::Migrate(*db, "registry", RegistryMigrations()));
+    ASSERT_OK(db->Transact([&]() -> Status {
+      REEL_RETURN_IF_ERROR(db->Exec("INSERT INTO registry_models (name, next_version, "
+                                    "created_at, created_by) VALUES ('clf', ?, 't', 'ada')",
+                                    {int64_t{kVersions + 1}})
+                               .status());
+      for (int64_t v = 1; v <= kVersions; ++v) {
+        REEL_RETURN_IF_ERROR(
+            db->Exec("INSERT INTO registry_versions (model, version, branch, architecture, "
+                     "metrics, recipe, dataset_uri, dataset_hash, code_commit, code_dirty, "
+                     "author, created_at, message, weight_bytes, stored_bytes, weights_id) "
+                     "VALUES ('clf', ?, 'main', '{\"name\":\"r2plus1d\"}', ?, '{}', '', '', '', "
+                     "0, 'ada', 't', ?, 4, 4, 'id')",
+                     {v, "{\"top1\":" + std::to_string(v) + "}", "m" + std::to_string(v)})
+                .status());
+        REEL_RETURN_IF_ERROR(db->Exec("INSERT INTO registry_tags (model, version, tag, value) "
+                                      "VALUES ('clf', ?, 'step', ?)",
+                                      {v, std::to_string(10 * v)})
+                                 .status());
+        if (v == 1) continue;
+        REEL_RETURN_IF_ERROR(db->Exec("INSERT INTO registry_parents (model, version, position, "
+                                      "parent_model, parent_version) VALUES ('clf', ?, 0, "
+                                      "'clf', ?)",
+                                      {v, v - 1})
+                                 .status());
+      }
+      return Status::Ok();
+    }));
+  }
+  ASSERT_OK_AND_ASSIGN(auto registry, Registry::Open(dir.path()));
+  ASSERT_OK_AND_ASSIGN(auto listed, registry->ListVersions("clf"));
+  ASSERT_EQ(listed.size(), size_t{kVersions});
+  for (int64_t i = 0; i < kVersions; ++i) {
+    const VersionInfo& v = listed[static_cast<size_t>(i)];
+    const int64_t n = kVersions - i;
+    ASSERT_EQ(v.id.version, n);
+    EXPECT_EQ(v.message, "m" + std::to_string(n));
+    EXPECT_EQ(v.metrics["top1"], n);
+    EXPECT_EQ(v.architecture["name"], "r2plus1d");
+    EXPECT_EQ(v.tags.at("step"), std::to_string(10 * n));
+    ASSERT_EQ(v.parents.size(), n == 1 ? 0u : 1u);
+    if (n > 1) {
+      EXPECT_EQ(v.parents[0].version, n - 1);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, RegistryTest, ::testing::Values("sqlite"));
 INSTANTIATE_TEST_SUITE_P(Postgres, RegistryTest, ::testing::Values("postgres"));
 
