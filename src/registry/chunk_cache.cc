@@ -11,14 +11,11 @@ std::shared_ptr<const std::string> ChunkCache::Find(const std::string& address) 
 }
 
 void ChunkCache::Insert(const std::string& address, std::string_view raw) {
-  if (raw.size() > capacity_) return;
+  if (raw.size() > capacity_ || Find(address) != nullptr) return;  // a hit: now the most recent
   // The copy is made outside the lock: pushes insert whole versions, 4 MiB at a time.
   auto bytes = std::make_shared<const std::string>(raw);
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(address); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
-  }
+  if (index_.count(address) != 0) return;  // another thread inserted it meanwhile
   EvictBeyond(capacity_ - raw.size());
   lru_.emplace_front(address, std::move(bytes));
   index_.emplace(address, lru_.begin());
