@@ -61,7 +61,7 @@ using namespace reel;         // NOLINT(google-build-using-namespace): a benchma
 using namespace reel::bench;  // NOLINT(google-build-using-namespace)
 using Clock = std::chrono::steady_clock;
 
-constexpr int kServerThreads = 72;  // io threads of the in-process server: concurrency 64 + spare
+constexpr int kServerThreads = 72;  // the server's handler threads: concurrency 64 + spare
 
 // ---- flags -----------------------------------------------------------------------------------
 
@@ -234,8 +234,7 @@ Server StartServer(std::shared_ptr<serve::Model> model, int max_batch, int delay
     Die("add", st);
   http::Router router;
   if (Status st = s.service->AddRoutes(&router); !st.ok()) Die("routes", st);
-  http::ServerOptions options;
-  options.threads = kServerThreads;
+  http::ServerOptions options = serve::ServingHttpOptions(kServerThreads);
   auto http = http::Server::Start(options, std::move(router));
   if (!http.ok()) Die("server", http.status());
   s.http = std::move(*http);
@@ -354,9 +353,10 @@ std::vector<Target> Targets(const Flags& f, const Server& reel) {
 
 void PrintCompareSetup(const Flags& f, bool has_peer) {
   std::printf(
-      "\nReel vs peer. Reel: this process, max batch %d, max delay %d us, 1 instance, %d io "
-      "threads (reel serve's defaults), LibTorch threads %d.\n",
-      kCompareMaxBatch, kCompareMaxDelayUs, kServerThreads, at::get_num_threads());
+      "\nReel vs peer. Reel: this process, max batch %d, max delay %d us, 1 instance, %d HTTP io "
+      "threads and %d handler threads (reel serve's defaults), LibTorch threads %d.\n",
+      kCompareMaxBatch, kCompareMaxDelayUs, serve::ServingHttpOptions(kServerThreads).threads,
+      kServerThreads, at::get_num_threads());
   if (has_peer) std::printf("peer %s: %s\n", f.peer_url.c_str(), PeerMetadata(f.peer_url).c_str());
   std::printf("load generator: 1 thread (epoll), keep-alive connections; %g s per row\n",
               f.seconds);

@@ -188,10 +188,9 @@ int RunModelServer(ServeFlags f) {
   if (Status s = LoadModels(f, &service, &follower); !s.ok()) return Fail(kServe, s);
   http::Router router;
   if (Status s = service.AddRoutes(&router); !s.ok()) return Fail(kServe, s);
-  http::ServerOptions server_options;
+  http::ServerOptions server_options = serve::ServingHttpOptions(f.http_threads);
   server_options.host = f.host;
   server_options.port = f.port;
-  server_options.threads = f.http_threads;
   server_options.max_body_bytes = options.max_request_bytes;
   if (!f.token_file.empty()) {
     Result<std::vector<std::string>> hashes = TokenHashes(f.token_file);
@@ -204,8 +203,10 @@ int RunModelServer(ServeFlags f) {
   std::printf("listening on %s\n", (*server)->url().c_str());
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   std::printf(
-      "compute: %d instance(s) x %d LibTorch thread(s), OMP_WAIT_POLICY=%s; %d HTTP threads\n",
-      f.instances, ComputeThreads(f), wait_policy ? wait_policy : "(unset)", f.http_threads);
+      "compute: %d instance(s) x %d LibTorch thread(s), OMP_WAIT_POLICY=%s; HTTP: %d io "
+      "threads, %d requests at once\n",
+      f.instances, ComputeThreads(f), wait_policy ? wait_policy : "(unset)", server_options.threads,
+      f.http_threads);
   std::fflush(stdout);
   if (f.poll_interval_s > 0) {
     follower.Start(std::chrono::milliseconds(static_cast<int64_t>(f.poll_interval_s * 1000)));

@@ -18,6 +18,7 @@
 #include "http/server.h"
 #include "serve/front.h"
 #include "serve/k8s.h"
+#include "serve/service.h"
 
 namespace reel::cli {
 namespace {
@@ -127,10 +128,9 @@ int RunFront(const ServeFlags& f, std::pair<int, int> replicas) {
   if (!front.ok()) return Fail(kServe, front.status());
   http::Router router;
   if (Status s = (*front)->AddRoutes(&router); !s.ok()) return Fail(kServe, s);
-  http::ServerOptions server_options;
+  http::ServerOptions server_options = serve::ServingHttpOptions(f.http_threads);
   server_options.host = f.host;
   server_options.port = f.port;
-  server_options.threads = f.http_threads;
   server_options.max_body_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
   Result<std::unique_ptr<http::Server>> server =
       http::Server::Start(server_options, std::move(router));

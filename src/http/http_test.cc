@@ -260,9 +260,13 @@ TEST_F(HttpTest, AHandlerThatThrowsIs500AndTheServerLives) {
   EXPECT_EQ(client.connections_opened(), 1u);  // not even the connection was lost
 }
 
-TEST_F(HttpTest, ConcurrentClientsFromSeveralThreads) {
+class HttpPoolTest : public HttpTest, public ::testing::WithParamInterface<int> {};
+
+// On the io threads (0) and on a handler pool (3 threads): every answer reaches its own client.
+TEST_P(HttpPoolTest, ConcurrentClientsFromSeveralThreads) {
   ServerOptions options;
   options.threads = 2;
+  options.handler_threads = GetParam();
   Server& server = StartServer(EchoRouter(), options);
   constexpr int kThreads = 8, kCalls = 25;
   std::vector<std::future<int>> done;
@@ -286,6 +290,8 @@ TEST_F(HttpTest, ConcurrentClientsFromSeveralThreads) {
   EXPECT_EQ(server.stats().requests, static_cast<uint64_t>(kThreads * kCalls));
   EXPECT_EQ(server.stats().connections_accepted, static_cast<uint64_t>(kThreads));
 }
+
+INSTANTIATE_TEST_SUITE_P(HandlerThreads, HttpPoolTest, ::testing::Values(0, 3));
 
 }  // namespace
 }  // namespace reel::http

@@ -86,6 +86,32 @@ TEST_F(LifecycleTest, ShutdownWaitsForTheRequestInFlight) {
   EXPECT_STATUS(idle.Get("/fast"), StatusCode::kUnavailable);
 }
 
+// With a handler pool, one io thread serves every connection while handlers block on the pool;
+// Shutdown waits for the handler in flight, then joins the pool.
+TEST_F(LifecycleTest, HandlersOnAPoolLeaveTheIoThreadFree) {
+  Gate gate;
+  ServerOptions options;
+  options.threads = 1;
+  options.handler_threads = 2;
+  Server& server = StartServer(GatedRouter(gate), options);
+  auto slow = std::async(std::launch::async, [&server] { return MakeClient(server).Get("/slow"); });
+  gate.AwaitEntered();
+  Client other = MakeClient(server);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK_AND_ASSIGN(Response fast, other.Get("/fast"));  // the one io thread is free
+    EXPECT_EQ(fast.body, "ok");
+  }
+  auto stopped = std::async(std::launch::async, [&server] { server.Shutdown(30s); });
+  ASSERT_TRUE(WaitUntil([&] { return server.stats().open_connections == 1; }, 10s));
+  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout) << "the slow request holds it";
+  gate.Release();
+  ASSERT_OK_AND_ASSIGN(Response answer, slow.get());
+  EXPECT_EQ(answer.body, "done");
+  EXPECT_EQ(answer.Header("Connection"), "close");
+  stopped.get();
+  EXPECT_EQ(server.stats().open_connections, 0u);
+}
+
 // Past its deadline Shutdown closes the busy connections, but the handler still running cannot
 // be interrupted: Shutdown waits for it (naming it in the log) and returns once it has.
 TEST_F(LifecycleTest, ShutdownPastItsDeadlineReturnsOnceTheRunningHandlerDoes) {
@@ -207,6 +233,9 @@ TEST_F(LifecycleTest, ServerOptionsAndTakenPorts) {
   ServerOptions no_threads;
   no_threads.threads = 0;
   EXPECT_STATUS(Server::Start(no_threads, Router()), StatusCode::kInvalidArgument);
+  ServerOptions negative_pool;
+  negative_pool.handler_threads = -1;
+  EXPECT_STATUS(Server::Start(negative_pool, Router()), StatusCode::kInvalidArgument);
   EXPECT_EQ(first.url(), "http://127.0.0.1:" + std::to_string(first.port()));
 }
 

@@ -10,12 +10,14 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 
 #include <chrono>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -72,13 +74,20 @@ struct Server::Impl {
         work(asio::make_work_guard(io)),
         acceptor(asio::make_strand(io)),
         retry(acceptor.get_executor()),
-        shared(std::move(s)) {}
+        shared(std::move(s)) {
+    if (shared->options.handler_threads > 0) {
+      handlers.emplace(static_cast<size_t>(shared->options.handler_threads));
+      shared->handlers = &*handlers;
+    }
+  }
 
   Status Listen();
   void Accept();
   void OnAccept(const beast::error_code& ec, tcp::socket socket);
 
   asio::io_context io;  // first, so that it is destroyed last
+  // Handlers' threads (handler_threads > 0); destroyed before the io context their sessions use.
+  std::optional<asio::thread_pool> handlers;
   // Keeps the io threads in run() until Shutdown stops them. Without it run() returns as soon as
   // nothing is pending, which happens in Shutdown once the acceptor is closed and the last
   // connection's peer has closed it: what Shutdown posts next (a drain) would then never run,
@@ -146,6 +155,9 @@ void Server::Impl::OnAccept(const beast::error_code& ec, tcp::socket socket) {
 
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Router router) {
   if (options.threads < 1) return InvalidArgumentError("http server: threads must be at least 1");
+  if (options.handler_threads < 0) {
+    return InvalidArgumentError("http server: handler_threads must not be negative");
+  }
   if (options.port < 0 || options.port > 65535) {
     return InvalidArgumentError("http server: port " + std::to_string(options.port));
   }
@@ -205,6 +217,8 @@ void Server::Shutdown(std::chrono::milliseconds deadline) {
     REEL_CHECK(thread.get_id() != std::this_thread::get_id())
         << "Server::Shutdown from a handler would wait for itself";
   }
+  REEL_CHECK(!s.handlers || !s.handlers->get_executor().running_in_this_thread())
+      << "Server::Shutdown from a handler would wait for itself";
   if (s.shut_down) return;
   s.shut_down = true;
   const auto until = Clock::now() + deadline;
@@ -239,6 +253,9 @@ void Server::Shutdown(std::chrono::milliseconds deadline) {
   if (late) AwaitHandlers(shared, s.address);
   for (std::thread& thread : s.threads) thread.join();
   s.threads.clear();
+  // Handlers are done (or waited for above): what they posted to the stopped io context is
+  // dropped with it.
+  if (s.handlers) s.handlers->join();
   // No io thread runs now: what is left is closed from here.
   beast::error_code ignored;
   s.acceptor.close(ignored);

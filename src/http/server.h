@@ -4,8 +4,8 @@
 // Connections are served asynchronously by a few io threads (no thread per connection), with
 // keep-alive and pipelined requests answered in order on one connection; `Connection: close`
 // is honoured. Per request: the auth hook (if any), then the Router. Handlers run on the io
-// threads: a handler that blocks holds one io thread (and its connection) until it returns, so
-// long work belongs on a pool of its own.
+// threads, or on a pool of their own (handler_threads): a handler that blocks holds its thread
+// (and its connection) until it returns.
 //
 // Handlers of different connections run concurrently (one io thread each): they must be
 // thread-safe. Requests of one connection are handled one after another.
@@ -36,7 +36,12 @@ namespace reel::http {
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an address or a name; "0.0.0.0" or "::" for all
   int port = 0;                    // 0: a free port, which port() tells
-  int threads = 2;                 // io threads, which also run the handlers
+  int threads = 2;  // io threads, which also run the handlers unless handler_threads > 0
+  // > 0: handlers run on a pool of this many threads, and the io threads only read and write.
+  // For handlers that block (the inference server's wait for a batch): a few io threads then
+  // serve every connection's reads, instead of one blocked io thread per request in flight
+  // waking up for each of its body's reads.
+  int handler_threads = 0;
   uint64_t max_body_bytes = 64ull << 20;
   uint32_t max_header_bytes = 64 << 10;             // request line and headers together
   std::chrono::milliseconds idle_timeout{60'000};   // keep-alive: between two requests

@@ -210,7 +210,23 @@ void Session::Serve() {
   Request request = ToRequest(std::move(message), peer_);
   request.client_gone = [fd = stream_.socket().native_handle()] { return PeerClosed(fd); };
   const auto start = Clock::now();
-  Response response = HandleTracked(&request, start);
+  if (shared_->handlers == nullptr) {
+    Response response = HandleTracked(&request, start);
+    return Answer(std::move(response), request, keep_alive, head, start);
+  }
+  // On the handler pool; the answer comes back to this session's strand to be written.
+  asio::post(*shared_->handlers, [self = shared_from_this(), request = std::move(request),
+                                  keep_alive, head, start]() mutable {
+    Response response = self->HandleTracked(&request, start);
+    asio::post(
+        self->stream_.get_executor(),
+        [self, response = std::move(response), request = std::move(request), keep_alive, head,
+         start]() mutable { self->Answer(std::move(response), request, keep_alive, head, start); });
+  });
+}
+
+void Session::Answer(Response response, const Request& request, bool keep_alive, bool head,
+                     Clock::time_point start) {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   Logger("http")->debug("{} {} {} -> {} ({:.1f} ms)", peer_, request.method, request.target,
                         response.status, ms);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -62,6 +63,9 @@ struct Shared {
     Clock::time_point since;
   };
   std::map<uint64_t, Running> running;  // guarded by mu
+  // Where handlers run when ServerOptions::handler_threads > 0 (else null: on the io threads);
+  // set before the first session starts, owned by the server.
+  asio::thread_pool* handlers = nullptr;
 
   std::vector<std::shared_ptr<Session>> LiveSessions() {
     std::lock_guard<std::mutex> lock(mu);
@@ -96,6 +100,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadFailed(const beast::error_code& ec);
   void Refuse(int http_status, const Status& status);
   void Serve();
+  void Answer(Response response, const Request& request, bool keep_alive, bool head,
+              Clock::time_point start);
   Response HandleTracked(Request* request, Clock::time_point start);
   Response Handle(Request* request);
   void Write(BeastResponse response);

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "base/build_info.h"
@@ -513,6 +514,13 @@ std::string Service::MetricsText() const {
 void Service::Shutdown() {
   impl_->ready = false;
   for (const auto& served : impl_->All()) served->batcher->Shutdown();
+}
+
+http::ServerOptions ServingHttpOptions(int requests) {
+  http::ServerOptions options;
+  options.threads = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  options.handler_threads = requests;
+  return options;
 }
 
 }  // namespace reel::serve

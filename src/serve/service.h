@@ -33,6 +33,7 @@
 
 #include "base/status.h"
 #include "http/router.h"
+#include "http/server.h"
 #include "serve/batcher.h"
 #include "serve/model.h"
 
@@ -94,5 +95,11 @@ class Service {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The HTTP server settings an inference server runs with: an io thread per core (at least 2)
+// reading and writing every connection, and `requests` handler threads, as many requests in
+// flight at once, each blocked on its model's batcher. (With the handlers on the io threads, a
+// request's body reads were handed among 64 threads, each waking for a 16-64 KiB piece.)
+http::ServerOptions ServingHttpOptions(int requests);
 
 }  // namespace reel::serve
