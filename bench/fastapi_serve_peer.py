@@ -216,6 +216,7 @@ def model_ready(name: str):
 def metadata():
     return {"name": "fastapi-uvicorn-pytorch", "version": torch.__version__, "extensions": [],
             "torch_threads": torch.get_num_threads(), "workers": args.workers,
+            "precision": args.precision,
             "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "(unset)")}
 
 
@@ -227,7 +228,7 @@ async def infer(name: str, request: Request):
     if header is not None and not header.isdigit():
         raise bad("Inference-Header-Content-Length must be a byte count")
     message, datatype, shape, values = parse_request(body, None if header is None else int(header))
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast():
         if datatype == "BYTES":
             videos = (bytes_elements(values) if isinstance(values, (bytes, bytearray))
                       else [v.encode("utf-8") for v in values])
@@ -236,6 +237,7 @@ async def infer(name: str, request: Request):
             logits = torch.stack([model(video_to_input(v)).mean(dim=0) for v in videos])
         else:
             logits = model(pixels_to_input(datatype, shape, values))
+        logits = logits.float()
         probabilities = torch.softmax(logits, dim=1)
     wanted = {o.get("name") for o in message.get("outputs") or []} or {"logits", "probabilities"}
     outputs = [{"name": n, "datatype": "FP32", "shape": list(t.shape), "data": t.flatten().tolist()}
@@ -248,11 +250,16 @@ async def infer(name: str, request: Request):
 
 # --- start-up ----------------------------------------------------------------------------------
 
+def autocast():
+    """bf16 autocast on the CPU with --precision bf16, as `reel serve --precision bf16` runs."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
+
+
 def load_model():
     global model
     torch.set_num_threads(args.threads)
     model = torch.jit.load(args.model, map_location="cpu").eval()
-    with torch.inference_mode():  # warm up: kernels and the profiling executor's first runs
+    with torch.inference_mode(), autocast():  # warm up: kernels and the profiling executor's first runs
         for _ in range(3):
             model(torch.zeros(1, 3, args.frames, args.size, args.size))
 
@@ -274,6 +281,7 @@ def main():
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--size", type=int, default=112)
     parser.add_argument("--clips", type=int, default=4)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

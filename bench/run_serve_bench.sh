@@ -9,7 +9,8 @@
 # The peer is stopped (SIGTERM) when this script exits, however it exits.
 #
 # Arguments go to serve_bench (--seconds S per row, default 5 here; --threads N, which the peer
-# gets too; --rate R,...; --requests N; --concurrency ...; --video FILE; see serve_bench.cc).
+# gets too; --precision fp32|bf16|auto, which the peer gets too (torch.autocast); --rate R,...;
+# --requests N; --concurrency ...; --video FILE; see serve_bench.cc).
 # SERVE_BENCH=path/to/serve_bench runs that binary without the setup and the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +26,18 @@ fi
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 
 threads=$(nproc)
+precision=fp32
 args=("$@")
 for ((i = 0; i + 1 < ${#args[@]}; i++)); do
   [[ ${args[i]} == --threads ]] && threads=${args[i + 1]}
+  [[ ${args[i]} == --precision ]] && precision=${args[i + 1]}
 done
+# --precision auto: the peer computes as Reel does on this CPU.
+if [[ $precision == auto ]]; then
+  precision=fp32
+  grep -qw avx512_bf16 /proc/cpuinfo && precision=bf16
+  grep -qw amx_bf16 /proc/cpuinfo && precision=bf16
+fi
 
 work=$(mktemp -d)
 peer_pid=""
@@ -125,7 +134,7 @@ EOF
 "$PYTHON" "$work/export.py" "$work"
 
 OMP_WAIT_POLICY=PASSIVE "$PYTHON" bench/fastapi_serve_peer.py "$work/bench.pt" --name bench \
-  --port 0 --workers 1 --threads "$threads" >"$work/peer.out" 2>"$work/peer.err" &
+  --port 0 --workers 1 --threads "$threads" --precision "$precision" >"$work/peer.out" 2>"$work/peer.err" &
 peer_pid=$!
 url=""
 for _ in $(seq 600); do  # up to a minute: imports, the model, its warm-up

@@ -18,7 +18,7 @@
 //
 //   serve_bench [--seconds S] [--threads N] [--model FILE.pt] [--peer-url URL] [--peer-model M]
 //               [--video FILE] [--concurrency 1,4,16,64] [--video-concurrency 1,4]
-//               [--rate R,...] [--requests N] [--seed S]
+//               [--rate R,...] [--requests N] [--seed S] [--precision fp32|bf16|auto]
 //   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
@@ -77,7 +77,7 @@ std::vector<T> List(const std::string& text, Parse parse) {
 struct Flags {
   double seconds = 10;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string write_model, model, peer_url, peer_model = "bench", video;
+  std::string write_model, model, peer_url, peer_model = "bench", video, precision = "fp32";
   std::vector<int> concurrency = {1, 4, 16, 64}, video_concurrency = {1, 4};
   std::vector<double> rates;
   size_t requests = 0;
@@ -108,6 +108,8 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
     f->rates = List<double>(value, std::atof);
   } else if (flag == "--requests") {
     f->requests = static_cast<size_t>(std::atoll(value.c_str()));
+  } else if (flag == "--precision") {
+    f->precision = value;
   } else if (flag == "--seed") {
     f->seed = static_cast<uint64_t>(std::atoll(value.c_str()));
   } else {
@@ -192,6 +194,9 @@ std::shared_ptr<serve::Model> LoadExport(const std::string& path, const serve::L
 std::shared_ptr<serve::Model> LoadBenchModel(const Flags& f, const std::string& dir) {
   serve::LoadOptions load;
   load.config = dir + "/bench.yaml";
+  Result<serve::Precision> precision = serve::ParsePrecision(f.precision);
+  if (!precision.ok()) Die("--precision", precision.status());
+  load.precision = *precision;
   auto loaded = serve::LoadModel(WriteModel(dir), load);
   if (!loaded.ok()) Die("load", loaded.status());
   std::shared_ptr<serve::Model> model = std::move(*loaded);
@@ -500,9 +505,9 @@ int main(int argc, char** argv) {
   }
   serve::SetComputeThreads(f.threads);
   const char* policy = std::getenv("OMP_WAIT_POLICY");
-  std::printf("serve_bench: LibTorch threads %d, cores %u, OMP_WAIT_POLICY=%s, %g s per row\n",
+  std::printf("serve_bench: LibTorch threads %d, cores %u, OMP_WAIT_POLICY=%s, %s, %g s per row\n",
               f.threads, std::thread::hardware_concurrency(), policy ? policy : "(unset)",
-              f.seconds);
+              f.precision.c_str(), f.seconds);
   const std::string dir =
       std::filesystem::temp_directory_path() / ("reel_serve_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

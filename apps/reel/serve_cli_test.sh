@@ -92,7 +92,8 @@ check "a file that is not a video: 400 saying so" bash -c \
 check "the uri input is refused unless the server allows a prefix" bash -c \
   "curl -s -o /dev/null -w '%{http_code}' -d '{\"inputs\":[{\"name\":\"uri\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"$VIDEOS/mmaction2_test.mp4\"]}]}' '$URL/v2/models/tiny/infer' | grep -qx 403"
 check "SIGTERM: exits 0" stop_server
-start_server uris tiny="$CKPT" --allow-uri-prefix "$VIDEOS"
+start_server uris tiny="$CKPT" --allow-uri-prefix "$VIDEOS" --precision bf16
+check "--precision bf16: the start-up line says so" grep -q "OMP_WAIT_POLICY=PASSIVE, bf16" "$WORK/uris.out"
 uri_request() { echo "{\"inputs\":[{\"name\":\"uri\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"$1\"]}]}"; }
 check "a video by path under the allowed prefix" bash -c \
   "curl -sf -d '$(uri_request "$VIDEOS/mmaction2_test.mp4")' '$URL/v2/models/tiny/infer' | grep -q '\"shape\":\[1,8\]'"
@@ -197,6 +198,7 @@ echo "not torchscript" > "$WORK/junk.pt"
 check "a file that is not TorchScript: exit 3" bash -c "'$REEL' serve '$WORK/junk.pt' --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
 check "a bad NAME=: exit 3" bash -c "'$REEL' serve 'bad name=$CKPT' --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
 check "an unknown version: exit 2" bash -c "'$REEL' serve models:/tiny/9 --port 0 > /dev/null 2>&1; [ \$? -eq 2 ]"
+check "an unknown precision: exit 3" bash -c "'$REEL' serve '$CKPT' --precision fp16 --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
 check "a preferred batch above max: exit 3" bash -c "'$REEL' serve '$CKPT' --max-batch 2 --preferred-batch 4 --port 0 > /dev/null 2>&1; [ \$? -eq 3 ]"
 
 finish

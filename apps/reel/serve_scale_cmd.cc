@@ -36,6 +36,7 @@ std::vector<std::string> PodArgs(const ServeFlags& f) {
   if (f.threads > 0) flag("--threads", std::to_string(f.threads));
   flag("--max-queue", std::to_string(f.max_queue));
   flag("--http-threads", std::to_string(f.http_threads));
+  flag("--precision", f.precision);
   flag("--max-request-mb", FormatDouble(f.max_request_mb));
   if (!f.registry.empty()) flag("--registry", f.registry);
   if (!f.config.empty()) flag("--config", f.config);

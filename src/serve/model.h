@@ -71,9 +71,19 @@ class Model {
   ModelInfo info_;
 };
 
+// The arithmetic of a model's forward passes: fp32, or bf16 autocast (convolutions and matrix
+// products in bf16, reductions and the rest in fp32, as training's `amp: bf16`): about 2.6x
+// faster on a CPU with bf16 units, with scores that differ from fp32's in the third digit.
+enum class Precision { kFp32, kBf16 };
+// "fp32", "bf16", or "auto": bf16 where the CPU has bf16 units, else fp32. InvalidArgument
+// otherwise.
+Result<Precision> ParsePrecision(const std::string& name);
+const char* PrecisionName(Precision precision);
+
 struct LoadOptions {
   std::string registry;  // for models:/ URIs; "" = $REEL_REGISTRY_URI, else the default folder
   std::string config;    // YAML: the model and data sections (a .safetensors file, TorchScript)
+  Precision precision = Precision::kFp32;
 };
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options);

@@ -18,6 +18,7 @@
 #include "registry/views.h"
 #include "serve/model.h"
 #include "storage/open.h"
+#include "train/amp.h"
 #include "train/registration.h"
 
 namespace reel::serve {
@@ -149,11 +150,12 @@ Result<std::vector<float>> LogitsOf(const torch::Tensor& output, int64_t n) {
   return FloatsOf(output);
 }
 
-// Runs `forward` with LibTorch's errors turned into Status.
+// Runs `forward` (in bf16 autocast when `bf16`) with LibTorch's errors turned into Status.
 template <class Fn>
-Result<std::vector<float>> Guarded(Fn&& forward) {
+Result<std::vector<float>> Guarded(bool bf16, Fn&& forward) {
   try {
     c10::InferenceMode inference;
+    train::AutocastGuard autocast(bf16, torch::kBFloat16, torch::DeviceType::CPU);
     return forward();
   } catch (const c10::Error& e) {
     return InternalError(std::string("LibTorch: ") + e.what_without_backtrace());
@@ -164,7 +166,8 @@ Result<std::vector<float>> Guarded(Fn&& forward) {
 
 class ModuleModel : public Model {
  public:
-  ModuleModel(ModelInfo info, torch::nn::AnyModule module) : module_(std::move(module)) {
+  ModuleModel(ModelInfo info, torch::nn::AnyModule module, bool bf16)
+      : module_(std::move(module)), bf16_(bf16) {
     info_ = std::move(info);
   }
   Result<Embeddings> Embed(const float* input, int64_t n, const std::string& layer) const override {
@@ -177,7 +180,7 @@ class ModuleModel : public Model {
                                   std::to_string(resnet->options().head_stage));
     }
     Embeddings out;
-    auto values = Guarded([&] {
+    auto values = Guarded(bf16_, [&] {
       torch::Tensor x = InputTensor(input, n, info_.sample_shape);
       torch::Tensor f = resnet->features(x, stage);
       out.width = f.size(1);
@@ -188,7 +191,7 @@ class ModuleModel : public Model {
     return out;
   }
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
-    return Guarded([&] {
+    return Guarded(bf16_, [&] {
       torch::Tensor x = InputTensor(input, n, info_.sample_shape);
       // AnyModule::forward is not const, but an eval-mode forward changes no state.
       return LogitsOf(const_cast<torch::nn::AnyModule&>(module_).forward(x), n);
@@ -197,14 +200,16 @@ class ModuleModel : public Model {
 
  private:
   torch::nn::AnyModule module_;
+  bool bf16_;
 };
 
 class ScriptModel : public Model {
  public:
-  explicit ScriptModel(const torch::jit::Module& module) : module_(module) {}  // shares the graph
+  // Shares the graph.
+  ScriptModel(const torch::jit::Module& module, bool bf16) : module_(module), bf16_(bf16) {}
   void set_info(ModelInfo info) { info_ = std::move(info); }
   Result<std::vector<float>> Forward(const float* input, int64_t n) const override {
-    return Guarded([&] {
+    return Guarded(bf16_, [&] {
       std::vector<torch::jit::IValue> args = {InputTensor(input, n, info_.sample_shape)};
       torch::jit::IValue out = const_cast<torch::jit::Module&>(module_).forward(args);
       if (!out.isTensor())
@@ -216,6 +221,7 @@ class ScriptModel : public Model {
 
  private:
   torch::jit::Module module_;
+  bool bf16_;
 };
 
 // One forward pass of zeros: loads lazily initialised kernels now rather than on the first
@@ -227,7 +233,7 @@ Result<int64_t> WarmUp(const Model& model, int64_t sample_size) {
   return static_cast<int64_t>(logits.size());
 }
 
-Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts) {
+Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts, Precision precision) {
   REEL_ASSIGN_OR_RETURN(models::ModelSpec spec,
                         train::SpecFromArchitecture(parts.architecture, parts.source));
   REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule module, models::BuildModel(spec));
@@ -245,7 +251,8 @@ Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts) {
   info.architecture = spec.name;
   REEL_RETURN_IF_ERROR(ApplyDataConfig(parts.config, parts.source, &info));
   info.class_names = ClassNames(parts.metrics, spec.num_classes);
-  auto model = std::make_unique<ModuleModel>(std::move(info), std::move(module));
+  auto model = std::make_unique<ModuleModel>(std::move(info), std::move(module),
+                                             precision == Precision::kBf16);
   REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, model->info().sample_size()));
   if (classes != spec.num_classes) {
     return InternalError(parts.source + ": the model gave " + std::to_string(classes) +
@@ -269,7 +276,7 @@ Result<std::unique_ptr<Model>> LoadTorchScript(const std::string& path,
     return InvalidArgumentError("'" + path +
                                 "' is not a TorchScript file: " + e.what_without_backtrace());
   }
-  auto model = std::make_unique<ScriptModel>(module);
+  auto model = std::make_unique<ScriptModel>(module, options.precision == Precision::kBf16);
   ModelInfo info;
   info.name = StemOf(path);
   info.version = "1";
@@ -295,16 +302,27 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOp
   try {
     if (registry::IsModelUri(source)) {
       REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromRegistry(source, options));
-      return LoadReelModel(parts);
+      return LoadReelModel(parts, options.precision);
     }
     if (IsTorchScriptPath(source)) return LoadTorchScript(source, options);
     REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromPath(source, options));
-    return LoadReelModel(parts);
+    return LoadReelModel(parts, options.precision);
   } catch (const c10::Error& e) {
     return InternalError(source + ": LibTorch: " + e.what_without_backtrace());
   }
 }
 
 void SetComputeThreads(int threads) { torch::set_num_threads(threads); }
+
+Result<Precision> ParsePrecision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "auto") return train::CpuHasNativeBf16() ? Precision::kBf16 : Precision::kFp32;
+  return InvalidArgumentError("precision '" + name + "': expected fp32, bf16 or auto");
+}
+
+const char* PrecisionName(Precision precision) {
+  return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
 
 }  // namespace reel::serve

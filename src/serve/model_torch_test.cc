@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -10,9 +11,11 @@
 #include <fstream>
 #include <string>
 
+#include "base/random.h"
 #include "serve/model.h"
 #include "serve/service.h"
 #include "testing/status_matchers.h"
+#include "train/amp.h"
 
 namespace reel::serve {
 namespace {
@@ -58,6 +61,38 @@ TEST(ModelTorch, ACheckpointOfThePreviousReleaseAnswers) {
   ASSERT_EQ(logits.size(), 16u);
   for (float v : logits) EXPECT_TRUE(std::isfinite(v));
   for (int k = 0; k < 8; ++k) EXPECT_FLOAT_EQ(logits[k], logits[8 + k]);  // same input, same row
+}
+
+// bf16 autocast gives the fp32 scores to bf16's precision (emulated where the CPU lacks bf16
+// units, so this holds on every machine), and the same class for a clear input.
+TEST(ModelTorch, Bf16ServesTheFp32ScoresToBf16Precision) {
+  LoadOptions bf16;
+  bf16.precision = Precision::kBf16;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> exact, LoadModel(Checkpoint(), LoadOptions{}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> fast, LoadModel(Checkpoint(), bf16));
+  Rng rng(7);
+  std::vector<float> input(static_cast<size_t>(2 * exact->info().sample_size()));
+  for (float& v : input) v = static_cast<float>(rng.Uniform() * 2 - 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> a, exact->Forward(input.data(), 2));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> b, fast->Forward(input.data(), 2));
+  ASSERT_EQ(a.size(), b.size());
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::abs(double{a[i]}));
+    worst = std::max(worst, std::abs(double{a[i]} - b[i]));
+  }
+  EXPECT_GT(worst, 0) << "bf16 computes differently";
+  EXPECT_LT(worst, 0.05 * largest + 1e-3) << "but close";
+}
+
+TEST(ModelTorch, PrecisionsByName) {
+  ASSERT_OK_AND_ASSIGN(Precision fp32, ParsePrecision("fp32"));
+  EXPECT_EQ(fp32, Precision::kFp32);
+  ASSERT_OK_AND_ASSIGN(Precision bf16, ParsePrecision("bf16"));
+  EXPECT_STREQ(PrecisionName(bf16), "bf16");
+  ASSERT_OK_AND_ASSIGN(Precision any, ParsePrecision("auto"));
+  EXPECT_EQ(any, train::CpuHasNativeBf16() ? Precision::kBf16 : Precision::kFp32);
+  EXPECT_STATUS(ParsePrecision("fp16"), StatusCode::kInvalidArgument);
 }
 
 TEST(ModelTorch, AHundredLoadUnloadCyclesKeepMemoryBounded) {
