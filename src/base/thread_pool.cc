@@ -8,8 +8,10 @@
 
 namespace reel {
 
+size_t HardwareThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 ThreadPool::ThreadPool(size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = HardwareThreads();
   workers_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -75,6 +77,16 @@ Status ParallelFor(ThreadPool& pool, size_t parallelism, size_t n,
   worker();
   for (auto& future : futures) future.get();
   return first_error;
+}
+
+Status ParallelFor(size_t parallelism, size_t n, const std::function<Status(size_t)>& fn) {
+  const size_t helpers = std::min(n, std::max<size_t>(parallelism, 1)) - (n > 0 ? 1 : 0);
+  if (helpers == 0) {
+    for (size_t i = 0; i < n; ++i) REEL_RETURN_IF_ERROR(fn(i));
+    return Status::Ok();
+  }
+  ThreadPool pool(helpers);
+  return ParallelFor(pool, parallelism, n, fn);
 }
 
 }  // namespace reel

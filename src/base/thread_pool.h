@@ -55,4 +55,11 @@ class ThreadPool {
 Status ParallelFor(ThreadPool& pool, size_t parallelism, size_t n,
                    const std::function<Status(size_t)>& fn);
 
+// The same on threads of its own: the caller and up to parallelism - 1 more, started for this
+// call (none when the caller alone is enough).
+Status ParallelFor(size_t parallelism, size_t n, const std::function<Status(size_t)>& fn);
+
+// How many threads this machine runs at once (at least 1): the usual parallelism.
+size_t HardwareThreads();
+
 }  // namespace reel

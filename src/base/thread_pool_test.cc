@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -187,6 +188,38 @@ TEST(ParallelForTest, StopsAtTheFirstErrorAndReturnsIt) {
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_EQ(s.message(), "piece 10");
   EXPECT_EQ(calls.load(), 11) << "one thread: indices in order, none after the failure";
+}
+
+// With threads of its own: every index once, on several threads when asked, on the caller's
+// alone (in order, stopping at the first error) when one is enough.
+TEST(ParallelForTest, StartsItsOwnThreadsOnlyWhenThereIsWorkForThem) {
+  std::vector<std::atomic<int>> seen(500);
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  ASSERT_TRUE(ParallelFor(3, seen.size(), [&](size_t i) {
+                ++seen[i];
+                std::lock_guard<std::mutex> lock(mu);
+                threads.insert(std::this_thread::get_id());
+                return Status::Ok();
+              }).ok());
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].load(), 1) << i;
+  EXPECT_GE(threads.size(), 1u);
+  EXPECT_LE(threads.size(), 3u);
+  std::vector<size_t> order;
+  const Status s = ParallelFor(4, 1, [&](size_t i) {
+    order.push_back(i);
+    return i == 0 ? NotFoundError("piece 0") : Status::Ok();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(order, std::vector<size_t>{0});
+  std::thread::id ran_on;
+  ASSERT_TRUE(ParallelFor(1, 1, [&](size_t) {
+                ran_on = std::this_thread::get_id();
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(ran_on, std::this_thread::get_id()) << "one piece: no thread started";
+  EXPECT_TRUE(ParallelFor(2, 0, [](size_t) { return InternalError("never"); }).ok());
+  EXPECT_GE(HardwareThreads(), 1u);
 }
 
 }  // namespace

@@ -22,15 +22,7 @@
 namespace reel::http {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-using BeastRequest = bhttp::request<bhttp::string_body>;
-
-using internal::HeadersOf;
-using internal::IsParseError;
+using namespace internal;  // the Beast names and helpers (beast_util.h)
 
 // What a connection the server closed while idle looks like on our next use of it.
 bool IsClosedByPeer(const beast::error_code& ec) {

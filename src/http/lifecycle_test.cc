@@ -60,22 +60,35 @@ Router GatedRouter(const Gate& gate) {
   return router;
 }
 
-TEST_F(LifecycleTest, ShutdownWaitsForTheRequestInFlight) {
+// On the io threads (0: two of them, one stays free while the handler blocks the other) and on a
+// handler pool (2, beside a single io thread, which then stays free): other requests are
+// answered while one handler blocks, and Shutdown waits for the request in flight.
+class ShutdownTest : public LifecycleTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ShutdownTest, WaitsForTheRequestInFlight) {
   Gate gate;
   ServerOptions options;
-  options.threads = 2;  // one stays free while the handler blocks the other
+  options.handler_threads = GetParam();
+  options.threads = options.handler_threads > 0 ? 1 : 2;
   Server& server = StartServer(GatedRouter(gate), options);
   Client idle = MakeClient(server);
   ASSERT_OK(idle.Get("/fast"));  // leaves an idle keep-alive connection
 
   auto slow = std::async(std::launch::async, [&server] { return MakeClient(server).Get("/slow"); });
   gate.AwaitEntered();
+  {
+    Client other = MakeClient(server);
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_OK_AND_ASSIGN(Response fast, other.Get("/fast"));  // an io thread is free
+      EXPECT_EQ(fast.body, "ok");
+    }
+  }
   auto stopped = std::async(std::launch::async, [&server] { server.Shutdown(30s); });
   ASSERT_TRUE(WaitUntil([&] { return server.stats().draining; }, 10s));
-  // The idle connection is closed, no new one is served, and Shutdown is still waiting.
+  // The idle connections are closed, no new one is served, and Shutdown is still waiting.
   ASSERT_TRUE(WaitUntil([&] { return server.stats().open_connections == 1; }, 10s));
   EXPECT_STATUS(MakeClient(server).Get("/fast"), StatusCode::kUnavailable);
-  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout);
+  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout) << "the slow request holds it";
 
   gate.Release();
   ASSERT_OK_AND_ASSIGN(Response answer, slow.get());
@@ -86,31 +99,7 @@ TEST_F(LifecycleTest, ShutdownWaitsForTheRequestInFlight) {
   EXPECT_STATUS(idle.Get("/fast"), StatusCode::kUnavailable);
 }
 
-// With a handler pool, one io thread serves every connection while handlers block on the pool;
-// Shutdown waits for the handler in flight, then joins the pool.
-TEST_F(LifecycleTest, HandlersOnAPoolLeaveTheIoThreadFree) {
-  Gate gate;
-  ServerOptions options;
-  options.threads = 1;
-  options.handler_threads = 2;
-  Server& server = StartServer(GatedRouter(gate), options);
-  auto slow = std::async(std::launch::async, [&server] { return MakeClient(server).Get("/slow"); });
-  gate.AwaitEntered();
-  Client other = MakeClient(server);
-  for (int i = 0; i < 5; ++i) {
-    ASSERT_OK_AND_ASSIGN(Response fast, other.Get("/fast"));  // the one io thread is free
-    EXPECT_EQ(fast.body, "ok");
-  }
-  auto stopped = std::async(std::launch::async, [&server] { server.Shutdown(30s); });
-  ASSERT_TRUE(WaitUntil([&] { return server.stats().open_connections == 1; }, 10s));
-  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout) << "the slow request holds it";
-  gate.Release();
-  ASSERT_OK_AND_ASSIGN(Response answer, slow.get());
-  EXPECT_EQ(answer.body, "done");
-  EXPECT_EQ(answer.Header("Connection"), "close");
-  stopped.get();
-  EXPECT_EQ(server.stats().open_connections, 0u);
-}
+INSTANTIATE_TEST_SUITE_P(HandlerThreads, ShutdownTest, ::testing::Values(0, 2));
 
 // Past its deadline Shutdown closes the busy connections, but the handler still running cannot
 // be interrupted: Shutdown waits for it (naming it in the log) and returns once it has.

@@ -31,13 +31,7 @@
 namespace reel::http {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-using internal::EndpointText;
-using internal::Session;
-using internal::Shared;
+using namespace internal;  // the Beast names (beast_util.h) and the sessions (session.h)
 
 // How often a Shutdown past its deadline says again which handlers it still waits for.
 constexpr std::chrono::seconds kStuckReport(10);

@@ -25,19 +25,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "http/beast_util.h"
 #include "http/message.h"
 #include "http/router.h"
 #include "http/server.h"
 
 namespace reel::http::internal {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-using BeastRequest = bhttp::request<bhttp::string_body>;
-using BeastResponse = bhttp::response<bhttp::string_body>;
 
 std::string EndpointText(const tcp::endpoint& endpoint);
 

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -93,15 +92,7 @@ Result<std::vector<VersionInfo>> VersionsFromRows(std::vector<db::Row>& rows) {
     }
     return Status::Ok();
   };
-  const size_t blocks = (rows.size() + kBlock - 1) / kBlock;
-  const size_t threads =
-      std::min<size_t>(blocks, std::max(1u, std::thread::hardware_concurrency()));
-  if (threads <= 1) {
-    for (size_t b = 0; b < blocks; ++b) REEL_RETURN_IF_ERROR(build(b));
-    return out;
-  }
-  ThreadPool pool(threads - 1);  // ParallelFor's caller is the other one
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, blocks, build));
+  REEL_RETURN_IF_ERROR(ParallelFor(HardwareThreads(), (rows.size() + kBlock - 1) / kBlock, build));
   return out;
 }
 

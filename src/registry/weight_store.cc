@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -147,19 +146,29 @@ std::vector<std::string_view> SplitIntoChunks(std::string_view data, int width,
   return chunks;
 }
 
-Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes) {
+Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes,
+                                      size_t threads) {
   if (chunk_bytes < 8) return InvalidArgumentError("weight store: chunk_bytes must be at least 8");
   WeightManifest out;
   out.metadata = file.metadata;
+  std::vector<std::pair<std::string_view, ChunkRef*>> chunks;  // laid out first, hashed after
   for (const auto& [name, tensor] : file.tensors) {
     REEL_ASSIGN_OR_RETURN(const int width, ElementWidth(name, tensor));
-    TensorEntry entry{tensor.dtype, tensor.shape, "", {}};
-    for (std::string_view raw : SplitIntoChunks(tensor.data, width, chunk_bytes)) {
-      entry.chunks.push_back({Sha256Hex(raw), raw.size(), 0});
+    TensorEntry& entry = out.tensors[name];
+    entry = {tensor.dtype, tensor.shape, "", {}};
+    const std::vector<std::string_view> raws = SplitIntoChunks(tensor.data, width, chunk_bytes);
+    entry.chunks.resize(raws.size());
+    for (size_t i = 0; i < raws.size(); ++i) {
+      entry.chunks[i].size = raws[i].size();
+      chunks.emplace_back(raws[i], &entry.chunks[i]);
     }
-    entry.id = TensorId(entry.chunks);
-    out.tensors.emplace(name, std::move(entry));
   }
+  REEL_RETURN_IF_ERROR(
+      ParallelFor(threads > 0 ? threads : HardwareThreads(), chunks.size(), [&](size_t i) {
+        chunks[i].second->sha256 = Sha256Hex(chunks[i].first);
+        return Status::Ok();
+      }));
+  for (auto& [name, entry] : out.tensors) entry.id = TensorId(entry.chunks);
   return out;
 }
 
@@ -172,25 +181,24 @@ WeightStore::WeightStore(std::shared_ptr<storage::ObjectStore> store, std::strin
 }
 
 size_t WeightStore::Threads() const {
-  return options_.threads > 0 ? static_cast<size_t>(options_.threads)
-                              : std::max(1u, std::thread::hardware_concurrency());
+  return options_.threads > 0 ? static_cast<size_t>(options_.threads) : HardwareThreads();
 }
 
 // One chunk of a push: where it comes from, and what storing it found.
 struct WeightStore::PushPiece {
-  const std::string* tensor = nullptr;  // its name
   std::string_view raw;
   int width = 0;
   const ChunkRef* base = nullptr;  // the parent's chunk at the same place, when it has one
   std::string what;
-  ChunkRef ref;
-  PushStats stats;  // what storing it wrote
+  ChunkRef* ref = nullptr;  // its entry in the manifest the push returns
+  PushStats stats;          // what storing it wrote
 };
 
-// Every tensor of `file` cut into chunks, each beside the parent's chunk at the same place of the
-// same tensor (same name, dtype and shape) when there is one.
+// Every chunk of `described` (DescribeChunks of `file`) beside its bytes and the parent's chunk
+// at the same place of the same tensor (same name, dtype and shape) when there is one.
 Result<std::vector<WeightStore::PushPiece>> WeightStore::PlanPush(
-    const models::SafetensorsFile& file, const WeightManifest* parent) const {
+    const models::SafetensorsFile& file, const WeightManifest* parent,
+    WeightManifest* described) const {
   std::vector<PushPiece> pieces;
   for (const auto& [name, tensor] : file.tensors) {
     REEL_ASSIGN_OR_RETURN(const int width, ElementWidth(name, tensor));
@@ -202,17 +210,18 @@ Result<std::vector<WeightStore::PushPiece>> WeightStore::PlanPush(
         base = &it->second;
       }
     }
+    std::vector<ChunkRef>& refs = described->tensors.at(name).chunks;
     const std::vector<std::string_view> raws =
         SplitIntoChunks(tensor.data, width, options_.chunk_bytes);
     for (size_t i = 0; i < raws.size(); ++i) {
       PushPiece p;
-      p.tensor = &name;
       p.raw = raws[i];
       p.width = width;
       if (base != nullptr && i < base->chunks.size() && base->chunks[i].size == raws[i].size()) {
         p.base = &base->chunks[i];
       }
       p.what = "tensor '" + name + "' chunk " + std::to_string(i);
+      p.ref = &refs[i];
       pieces.push_back(std::move(p));
     }
   }
@@ -231,11 +240,11 @@ std::vector<size_t> StoringPieces(std::vector<WeightStore::PushPiece>& pieces,
   first_of->assign(pieces.size(), pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) {
     WeightStore::PushPiece& p = pieces[i];
-    if (p.base != nullptr && p.base->sha256 == p.ref.sha256) {
-      p.ref = *p.base;  // unchanged
+    if (p.base != nullptr && p.base->sha256 == p.ref->sha256) {
+      p.ref->depth = p.base->depth;  // unchanged
       continue;
     }
-    auto [it, added] = first.emplace(p.ref.sha256, i);
+    auto [it, added] = first.emplace(p.ref->sha256, i);
     if (added) storing.push_back(i);
     (*first_of)[i] = it->second;
   }
@@ -250,8 +259,8 @@ void AddPushStats(const PushStats& from, PushStats* to) {
 
 }  // namespace
 
-// Hashes every chunk, stores the new ones (each address once), then keeps the pushed chunks as
-// the next push's delta bases; all three on Threads() threads.
+// Describes the file (every chunk hashed), stores the new chunks (each address once), then keeps
+// the pushed chunks as the next push's delta bases; all three on Threads() threads.
 Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
                                          const WeightManifest* parent, PushStats* stats) const {
   if (options_.chunk_bytes < 8 || options_.max_chain < 0 || options_.max_chain > kMaxChunkDepth) {
@@ -259,36 +268,24 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
         "weight store: chunk_bytes must be at least 8 and max_chain in [0, " +
         std::to_string(kMaxChunkDepth) + "]");
   }
-  REEL_ASSIGN_OR_RETURN(std::vector<PushPiece> pieces, PlanPush(file, parent));
   const size_t threads = Threads();
-  ThreadPool pool(std::max<size_t>(threads - 1, 1));  // ParallelFor's caller is the other one
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) {
-    pieces[i].ref = {Sha256Hex(pieces[i].raw), pieces[i].raw.size(), 0};
-    return Status::Ok();
-  }));
+  REEL_ASSIGN_OR_RETURN(WeightManifest out, DescribeChunks(file, options_.chunk_bytes, threads));
+  REEL_ASSIGN_OR_RETURN(std::vector<PushPiece> pieces, PlanPush(file, parent, &out));
   std::vector<size_t> first_of;
   const std::vector<size_t> storing = StoringPieces(pieces, &first_of);
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, storing.size(),
+  REEL_RETURN_IF_ERROR(ParallelFor(threads, storing.size(),
                                    [&](size_t k) { return PushChunk(pieces[storing[k]]); }));
-
   PushStats local;
   if (stats == nullptr) stats = &local;
-  WeightManifest out;
-  out.metadata = file.metadata;
-  for (const auto& [name, tensor] : file.tensors) {
-    out.tensors.emplace(name, TensorEntry{tensor.dtype, tensor.shape, "", {}});
-  }
   for (size_t i = 0; i < pieces.size(); ++i) {
     PushPiece& p = pieces[i];
-    if (first_of[i] < pieces.size()) p.ref.depth = pieces[first_of[i]].ref.depth;
+    if (first_of[i] < pieces.size()) p.ref->depth = pieces[first_of[i]].ref->depth;
     AddPushStats(p.stats, stats);
     ++stats->chunks;
     stats->raw_bytes += p.raw.size();
-    out.tensors[*p.tensor].chunks.push_back(p.ref);
   }
-  for (auto& [name, entry] : out.tensors) entry.id = TensorId(entry.chunks);
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) {
-    options_.base_cache->Insert(pieces[i].ref.sha256, pieces[i].raw);
+  REEL_RETURN_IF_ERROR(ParallelFor(threads, pieces.size(), [&](size_t i) {
+    options_.base_cache->Insert(pieces[i].ref->sha256, pieces[i].raw);
     return Status::Ok();
   }));
   return out;
@@ -299,9 +296,9 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
 // none, the chain is full, or XOR left nothing to gain (the delta is no smaller than the raw
 // bytes).
 Status WeightStore::PushChunk(PushPiece& p) const {
-  Result<int> stored_depth = StoredDepth(p.ref.sha256, p.what);
+  Result<int> stored_depth = StoredDepth(p.ref->sha256, p.what);
   if (stored_depth.ok()) {
-    p.ref.depth = *stored_depth;
+    p.ref->depth = *stored_depth;
     return Status::Ok();
   }
   if (stored_depth.status().code() != StatusCode::kNotFound) return stored_depth.status();
@@ -314,7 +311,7 @@ Status WeightStore::PushChunk(PushPiece& p) const {
     const DeltaBase delta_base{*base_raw, p.base->depth, p.base->sha256};
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, &delta_base, encode));
     if (encoded.size() < p.raw.size()) {
-      p.ref.depth = p.base->depth + 1;
+      p.ref->depth = p.base->depth + 1;
       p.stats.deltas_written = 1;
     } else {
       encoded.clear();
@@ -323,7 +320,7 @@ Status WeightStore::PushChunk(PushPiece& p) const {
   if (encoded.empty()) {
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, nullptr, encode));
   }
-  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(p.ref.sha256), encoded));
+  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(p.ref->sha256), encoded));
   REEL_SYNC_POINT("WeightStore::PushChunk:Written");
   p.stats.chunks_written = 1;
   p.stats.stored_bytes = encoded.size();
@@ -481,9 +478,7 @@ Result<models::SafetensorsFile> WeightStore::Assemble(
       out += t.chunks[i].size;
     }
   }
-  const size_t threads = Threads();
-  ThreadPool pool(std::max<size_t>(threads - 1, 1));  // ParallelFor's caller is the other one
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, threads, pieces.size(), [&](size_t i) -> Status {
+  REEL_RETURN_IF_ERROR(ParallelFor(Threads(), pieces.size(), [&](size_t i) -> Status {
     const Piece& p = pieces[i];
     auto it = given.find(p.chunk->sha256);
     if (it == given.end()) {

@@ -98,10 +98,12 @@ struct PushStats {
 std::vector<std::string_view> SplitIntoChunks(std::string_view data, int width,
                                               uint64_t chunk_bytes);
 
-// The manifest a push of `file` records, computed without a store (every depth 0): what a
-// client that sends only the chunks a server lacks (remote.cc) announces. Errors:
-// InvalidArgument for a dtype safetensors does not know or chunk_bytes under 8.
-Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes);
+// The manifest a push of `file` records, computed without a store (every depth 0), its chunks
+// hashed on `threads` threads (0: one per core): where a push starts, and what a client that
+// sends only the chunks a server lacks (remote.cc) announces. Errors: InvalidArgument for a
+// dtype safetensors does not know or chunk_bytes under 8.
+Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint64_t chunk_bytes,
+                                      size_t threads = 0);
 
 class WeightStore {
  public:
@@ -147,7 +149,8 @@ class WeightStore {
 
  private:
   Result<std::vector<PushPiece>> PlanPush(const models::SafetensorsFile& file,
-                                          const WeightManifest* parent) const;
+                                          const WeightManifest* parent,
+                                          WeightManifest* described) const;
   Status PushChunk(PushPiece& piece) const;
   Result<std::shared_ptr<const std::string>> ReadDeltaBase(const ChunkRef& base,
                                                            const std::string& what) const;

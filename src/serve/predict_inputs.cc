@@ -209,12 +209,12 @@ Result<PredictListing> ListDatasetSources(const std::shared_ptr<ObjectStore>& st
     for (const dataset::ShardEntry& shard : info.shards) shards.emplace_back(split, shard.name);
   }
   std::vector<std::vector<PredictInput>> found(shards.size());
-  ThreadPool pool(static_cast<size_t>(std::max(1, parallelism - 1)));
-  REEL_RETURN_IF_ERROR(ParallelFor(pool, parallelism, shards.size(), [&](size_t i) -> Status {
-    REEL_ASSIGN_OR_RETURN(
-        found[i], ShardSources(*store, root, shards[i].first, shards[i].second, manifest.classes));
-    return Status::Ok();
-  }));
+  REEL_RETURN_IF_ERROR(ParallelFor(
+      static_cast<size_t>(std::max(1, parallelism)), shards.size(), [&](size_t i) -> Status {
+        REEL_ASSIGN_OR_RETURN(found[i], ShardSources(*store, root, shards[i].first,
+                                                     shards[i].second, manifest.classes));
+        return Status::Ok();
+      }));
   std::map<std::string, PredictInput> by_source;
   for (std::vector<PredictInput>& shard : found) {
     for (PredictInput& in : shard) by_source.emplace(in.key, std::move(in));
