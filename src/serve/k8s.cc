@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "base/quantity.h"
 #include "base/strings.h"
 
 namespace reel::serve {
@@ -65,67 +66,6 @@ Status CheckText(std::string_view field, const std::string& value) {
     return InvalidArgumentError(std::string(field) + " " + K8sQuoted(value) +
                                 " is not valid UTF-8");
   }
-  return Status::Ok();
-}
-
-// A non-negative decimal number ("2", "0.5", ".5", "1."): its value in thousandths, or -1 when
-// `number` is not such a number or is too large.
-int64_t Thousandths(std::string_view number) {
-  const size_t point = number.find('.');
-  const std::string_view whole = number.substr(0, point);
-  const std::string_view fraction =
-      point == std::string_view::npos ? std::string_view() : number.substr(point + 1);
-  if (whole.empty() && fraction.empty()) return -1;
-  if (whole.size() > 12) return -1;
-  const auto digits = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return IsAsciiDigit(c); });
-  };
-  if (!digits(whole) || !digits(fraction)) return -1;
-  int64_t value = 0;
-  for (char c : whole) value = value * 10 + (c - '0');
-  value *= 1000;
-  int64_t scale = 100;
-  for (char c : fraction) {
-    value += (c - '0') * scale;  // digits past the third are below a thousandth: dropped
-    scale /= 10;
-  }
-  return value;
-}
-
-// Millicores of a CPU quantity: cores ("2", "0.5") or millicores ("500m"); -1 when malformed.
-int64_t CpuMillicores(std::string_view cpu) {
-  if (!cpu.empty() && cpu.back() == 'm') {
-    const int64_t milli = Thousandths(cpu.substr(0, cpu.size() - 1));
-    return milli < 0 ? -1 : milli / 1000;
-  }
-  return Thousandths(cpu);
-}
-
-// A memory quantity: a number of bytes with an optional decimal (k, M, G, T, P, E) or binary
-// (Ki ... Ei) suffix. An error names what is wrong.
-Status CheckMemory(const std::string& memory) {
-  static const char* const kSuffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-                                          "k",  "M",  "G",  "T",  "P",  "E"};
-  std::string_view number = memory;
-  for (const char* suffix : kSuffixes) {
-    const std::string_view s = suffix;
-    if (number.size() > s.size() && number.substr(number.size() - s.size()) == s) {
-      number.remove_suffix(s.size());
-      break;
-    }
-  }
-  if (!memory.empty() && memory.back() == 'm' &&
-      Thousandths(number.substr(0, number.size() - 1)) >= 0) {
-    return InvalidArgumentError("memory " + K8sQuoted(memory) +
-                                ": 'm' is thousandths of a byte in Kubernetes; Mi or M is meant");
-  }
-  const int64_t value = Thousandths(number);
-  if (value < 0) {
-    return InvalidArgumentError("memory " + K8sQuoted(memory) +
-                                " is not a Kubernetes quantity (bytes, or a number with Ki, Mi, "
-                                "Gi, Ti, k, M, G or T: \"4Gi\", \"512Mi\")");
-  }
-  if (value == 0) return InvalidArgumentError("memory " + K8sQuoted(memory) + " must be above 0");
   return Status::Ok();
 }
 
@@ -432,16 +372,14 @@ Status K8sOptions::Validate() const {
     return InvalidArgumentError("target_cpu_percent " + std::to_string(target_cpu_percent) +
                                 " is outside [1, 100] (requests equal limits)");
   }
-  const int64_t millicores = CpuMillicores(cpu);
-  if (millicores < 0) {
-    return InvalidArgumentError("cpu " + K8sQuoted(cpu) +
-                                " is not a Kubernetes CPU quantity (cores: \"2\", \"0.5\"; "
-                                "millicores: \"500m\")");
-  }
+  REEL_ASSIGN_OR_RETURN(const int64_t millicores, ParseCpuMillicores(cpu));
   if (millicores == 0) {
     return InvalidArgumentError("cpu " + K8sQuoted(cpu) + " must be at least 1m");
   }
-  REEL_RETURN_IF_ERROR(CheckMemory(memory));
+  REEL_ASSIGN_OR_RETURN(const int64_t memory_bytes, ParseMemoryBytes(memory));
+  if (memory_bytes == 0) {
+    return InvalidArgumentError("memory " + K8sQuoted(memory) + " must be above 0");
+  }
   if (min_available < 0 || min_available > min_replicas) {
     return InvalidArgumentError("min_available " + std::to_string(min_available) +
                                 " is outside [0, min_replicas " + std::to_string(min_replicas) +
@@ -476,8 +414,8 @@ Status K8sOptions::Validate() const {
 
 Result<std::string> EmitK8s(const K8sOptions& options) {
   REEL_RETURN_IF_ERROR(options.Validate());
-  REEL_ASSIGN_OR_RETURN(std::vector<std::string> args,
-                        ServeArgs(options, CpuMillicores(options.cpu)));
+  REEL_ASSIGN_OR_RETURN(const int64_t millicores, ParseCpuMillicores(options.cpu));
+  REEL_ASSIGN_OR_RETURN(std::vector<std::string> args, ServeArgs(options, millicores));
   K8sJson selector = K8sJson::object();
   selector["app.kubernetes.io/name"] = "reel";
   selector["app.kubernetes.io/instance"] = options.name;
