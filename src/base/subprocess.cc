@@ -26,10 +26,16 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    if (options.new_process_group && setpgid(0, 0) != 0) _exit(127);
     if (options.stdout_fd >= 0 && dup2(options.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
+    if (options.stderr_fd >= 0 && dup2(options.stderr_fd, STDERR_FILENO) < 0) _exit(127);
+    if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) _exit(127);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
+  // Both sides set the group, so that it exists before either goes on (a kill(-pid) right after
+  // this returns reaches the child).
+  if (options.new_process_group) setpgid(pid, pid);
   return pid;
 }
 

@@ -13,6 +13,10 @@ namespace reel {
 
 struct SpawnOptions {
   int stdout_fd = -1;  // >= 0: becomes the child's standard output (the caller closes its copy)
+  int stderr_fd = -1;  // >= 0: becomes the child's standard error
+  // The child leads a process group of its own, so that kill(-pid) reaches everything it starts.
+  bool new_process_group = false;
+  std::string workdir;  // non-empty: the child's working directory (exit 127 when it cannot be)
 };
 
 // Runs argv[0] (a path) with `argv` and `env` ("NAME=value" each). The child is killed when this
