@@ -21,6 +21,7 @@ void RegisterRegistry(CLI::App& app, int* exit_code);  // reel registry serve|us
 void RegisterServe(CLI::App& app, int* exit_code);     // reel serve (inference)
 void RegisterPredict(CLI::App& app, int* exit_code);   // reel predict (offline inference)
 void RegisterFeatures(CLI::App& app, int* exit_code);  // reel features (embeddings per clip)
+void RegisterPipeline(CLI::App& app, int* exit_code);  // reel pipeline run|retry|ls|status|logs
 
 // For `reel serve` and `reel predict`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts
 // this process again (OpenMP reads it only when loaded). Call first in main; returns for every
