@@ -6,6 +6,8 @@
 #   - elastic recovery: a worker killed with SIGKILL after a checkpoint makes the launcher restart
 #     both from it, and the job ends with the same per-step losses and samples as an
 #     uninterrupted one;
+#   - preemption: SIGTERM to the launcher, or to one worker only, stops both workers at the same
+#     step with a checkpoint and the job exits 75; resumed, it logs the uninterrupted losses;
 #   - the watchdog: a worker stopped with SIGSTOP is named by the other within the timeout, and
 #     the job exits 5 instead of hanging;
 #   - launcher and rendezvous mistakes exit with clear messages.
@@ -76,6 +78,27 @@ check "the launcher says which worker died and that it restarted" bash -c \
   "grep -q 'pid $victim) was killed by signal 9; restarting all 2 workers' '$WORK/killed.err' && grep -q 'finished after 1 restart' '$WORK/killed.err'"
 check "the workers resumed from the checkpoint" grep -q '"event":"resume"' "$WORK/killed/metrics.jsonl"
 check "losses and samples equal the uninterrupted job's" same_losses "$WORK/whole/metrics.jsonl" "$WORK/killed/metrics.jsonl"
+
+# Preemption. Both ranks must stop at one step: rank 0 writes the checkpoint and says where.
+stopped_at_latest() {  # the step the job said it stopped after is its latest checkpoint
+  python3 -c "
+import json, re, sys
+stopped = int(re.search(r'preempted \(SIGTERM\) after step (\d+)', open(sys.argv[1]).read()).group(1))
+latest = json.load(open(sys.argv[2]))['step']
+assert latest == stopped and stopped < 40, (latest, stopped)" "$WORK/$1.err" "$WORK/$1/checkpoints/latest"
+}
+for target in launcher worker; do
+  config "term_$target"
+  "$REEL" train --config "$WORK/term_$target.yaml" --nproc 2 --quiet > /dev/null 2> "$WORK/term_$target.err" &
+  launcher=$!
+  wait_for_checkpoint "term_$target" 6
+  if [ $target = launcher ]; then kill -TERM "$launcher"; else kill -TERM "$(pgrep -P "$launcher" | tail -1)"; fi
+  wait "$launcher"
+  check "SIGTERM to the $target: the job exits 75, preempted" test $? -eq 75
+  check "both workers stopped after the checkpointed step" stopped_at_latest "term_$target"
+  check "resumed after the preemption" bash -c "'$REEL' train --config '$WORK/term_$target.yaml' --nproc 2 --resume --quiet > /dev/null 2>&1"
+  check "losses and samples equal the uninterrupted job's" same_losses "$WORK/whole/metrics.jsonl" "$WORK/term_$target/metrics.jsonl"
+done
 
 # The watchdog.
 config stopped

@@ -40,6 +40,29 @@ import json, sys
 final = lambda p: [json.loads(l) for l in open(p) if '\"final_eval\"' in l][-1]
 assert final(sys.argv[1])['top1'] == final(sys.argv[2])['top1']" "$WORK/whole/metrics.jsonl" "$WORK/killed/metrics.jsonl"
 
+# SIGTERM is a preemption: the run stops after the step it is in, writes a checkpoint there,
+# exits 75, and resumes from exactly that step with the same loss curve.
+config termed
+"$REEL" train --config "$WORK/termed.yaml" --quiet > /dev/null 2> "$WORK/termed.err" &
+pid=$!
+for _ in $(seq 1 3000); do
+  step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/termed/checkpoints/latest" 2>/dev/null)
+  [ -n "$step" ] && [ "$step" -ge 6 ] && break
+  sleep 0.01
+done
+kill -TERM "$pid"
+wait "$pid"
+check "SIGTERM exits 75 (preempted)" test $? -eq 75
+check "and says so" grep -q "reel train: preempted (SIGTERM) after step" "$WORK/termed.err"
+check "its checkpoint is of the step it stopped at" python3 -c "
+import json, re, sys
+stopped = int(re.search(r'after step (\d+)', open(sys.argv[1]).read()).group(1))
+latest = json.load(open(sys.argv[2]))['step']
+assert latest == stopped and stopped < 40, (latest, stopped)" "$WORK/termed.err" "$WORK/termed/checkpoints/latest"
+check "resumed after the preemption" bash -c "'$REEL' train --config '$WORK/termed.yaml' --resume --quiet > /dev/null 2>&1"
+check "the preempted run's loss curve equals the uninterrupted one" \
+  python3 "$(dirname "$0")/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/termed/metrics.jsonl" 40
+
 check "eval of the last checkpoint" bash -c "'$REEL' eval --config '$WORK/whole.yaml' --json > '$WORK/eval.json'"
 check "eval matches the run's final report" python3 -c "
 import json, sys

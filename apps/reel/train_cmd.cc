@@ -18,6 +18,7 @@
 
 #include "apps/reel/commands.h"
 #include "base/files.h"
+#include "base/stop_request.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
 #include "train/trainer.h"
@@ -125,7 +126,10 @@ int RunLauncherCommand(const TrainFlags& flags) {
   if (!flags.resume) o.restart_args = {"--resume"};
   auto result = dist::RunLauncher(o);
   if (!result.ok()) return Fail("reel train", result.status());
-  if (result->exit_code != 0) {
+  if (result->exit_code == kExitPreempted) {
+    std::fprintf(stderr, "reel train: %s; --resume continues from the checkpoint\n",
+                 result->failure.c_str());
+  } else if (result->exit_code != 0) {
     std::fprintf(stderr, "reel train: the job failed after %d restart%s: %s\n", result->restarts,
                  result->restarts == 1 ? "" : "s", result->failure.c_str());
   } else if (result->restarts > 0) {
@@ -150,9 +154,13 @@ int RunTrainCommand(const TrainFlags& flags) {
     std::fprintf(stderr, "reel train: %s\n", config.status().message().c_str());
     return ExitCodeFor(config.status());
   }
+  // SIGTERM (a scheduler's preemption; the launcher passes its own on) ends training at the next
+  // step with a checkpoint and exit code kExitPreempted.
+  InstallStopRequestHandler();
   train::TrainOptions options;
   options.resume = flags.resume;
   options.stop_after_steps = flags.stop_after;
+  options.should_stop = StopRequested;
   options.progress = !flags.quiet;
   options.world = *world;
   auto result = train::RunTraining(*config, options);
@@ -162,6 +170,15 @@ int RunTrainCommand(const TrainFlags& flags) {
         world->distributed() ? (" (rank " + std::to_string(world->rank) + ")").c_str() : "",
         result.status().ToString().c_str());
     return ExitCodeFor(result.status());
+  }
+  if (result->preempted) {
+    if (world->rank == 0) {
+      std::fprintf(stderr,
+                   "reel train: preempted (SIGTERM) after step %lld; checkpoint written in %s; "
+                   "--resume continues\n",
+                   static_cast<long long>(result->steps), config->checkpoint_uri.c_str());
+    }
+    return kExitPreempted;
   }
   if (world->rank != 0) return 0;  // rank 0 reports for the job
   if (flags.json) {

@@ -5,11 +5,13 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "base/logging.h"
+#include "base/stop_request.h"
 #include "base/subprocess.h"
 
 namespace reel::dist {
@@ -123,6 +125,22 @@ class Launcher {
         StopAll(workers, o_.stop_grace_s);
         result.exit_code = 128 + g_stop_signal;
         result.failure = "stopped by signal " + std::to_string(g_stop_signal.load());
+        // SIGTERM is a preemption: when every worker wrote its checkpoint and said so, the job
+        // says so too, and a scheduler requeues it.
+        const bool all_preempted = std::all_of(workers.begin(), workers.end(), [](const Worker& w) {
+          return WIFEXITED(w.status) && WEXITSTATUS(w.status) == kExitPreempted;
+        });
+        if (g_stop_signal == SIGTERM && all_preempted) {
+          result.exit_code = kExitPreempted;
+          result.failure = "preempted: every worker stopped at a checkpoint";
+        }
+        result.restarts = generation;
+        return result;
+      }
+      if (outcome.kind == Outcome::kPreempted) {
+        StopAll(workers, o_.stop_grace_s);  // the others are stopping at the same step
+        result.exit_code = kExitPreempted;
+        result.failure = "preempted: " + outcome.failure;
         result.restarts = generation;
         return result;
       }
@@ -151,7 +169,13 @@ class Launcher {
 
  private:
   struct Outcome {
-    enum Kind { kSucceeded, kLocalFailure, kRemoteFailure, kInterrupted } kind = kSucceeded;
+    enum Kind {
+      kSucceeded,
+      kLocalFailure,
+      kRemoteFailure,
+      kInterrupted,
+      kPreempted
+    } kind = kSucceeded;
     std::string failure;
     int exit_code = 1;
   };
@@ -214,6 +238,10 @@ class Launcher {
         if (waitpid(w.pid, &w.status, WNOHANG) == w.pid) {
           w.running = false;
           const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
+          if (WIFEXITED(w.status) && WEXITSTATUS(w.status) == kExitPreempted) {
+            // A worker told to stop (SIGTERM to it alone): every rank stops at the same step.
+            return {Outcome::kPreempted, Describe(w) + " (preempted)", kExitPreempted};
+          }
           if (!ok) {
             Outcome failed{Outcome::kLocalFailure, Describe(w), 1};
             if (WIFEXITED(w.status) && WEXITSTATUS(w.status) != 0)

@@ -9,7 +9,9 @@
 // outlives worker restarts; the launchers of other nodes connect to it.
 // Across nodes, a failure anywhere bumps a restart counter in the store; every launcher watches
 // it, stops its workers and joins the next generation, so all nodes restart together.
-// Workers die with their launcher (PR_SET_PDEATHSIG); SIGINT/SIGTERM to the launcher stop them.
+// Workers die with their launcher (PR_SET_PDEATHSIG); SIGINT/SIGTERM to the launcher stop them
+// (SIGTERM, then SIGKILL after the grace). After a SIGTERM, when every worker exited with
+// kExitPreempted (base/stop_request.h: it stopped at a checkpoint), so does the job.
 //
 // Errors: InvalidArgument (options), Unavailable (the store cannot be hosted or reached, other
 // nodes never join a generation), Internal (fork/exec failures). A job whose workers keep

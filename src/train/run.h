@@ -63,6 +63,7 @@ class Run {
   Status TrainStep();
   Result<double> AccumulateGradients();
   Status LogAndResetWindow();
+  Result<bool> StopAgreed();
   Result<TrainResult> Finish(Clock::time_point start);
 
   // What the next metrics line averages over.
@@ -93,6 +94,7 @@ class Run {
   int64_t samples_ = 0;
   int64_t skipped_steps_ = 0;
   int64_t resumed_from_ = -1;
+  bool preempted_ = false;
   int64_t last_eval_epoch_ = -1;
   std::optional<EvalReport> last_eval_;
   std::optional<double> best_top1_;  // of the kept best checkpoint (registry.best); -1: none

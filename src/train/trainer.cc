@@ -191,9 +191,25 @@ Result<TrainResult> Run::Go() {
     if (!end && c_.checkpoint_every_steps > 0 && step_ % c_.checkpoint_every_steps == 0) {
       REEL_RETURN_IF_ERROR(SaveCheckpoint());
     }
+    REEL_ASSIGN_OR_RETURN(preempted_, StopAgreed());
+    if (preempted_ && !end) {
+      if (leader()) Logger("train")->warn("preempted after step {}: writing a checkpoint", step_);
+      break;
+    }
   }
   progress.Finish();
   return Finish(start);
+}
+
+// Any rank asked to stop stops them all at this step: the others would otherwise wait for it in
+// the next step's all-reduce until the watchdog gave up.
+Result<bool> Run::StopAgreed() {
+  if (!o_.should_stop) return false;
+  const bool local = o_.should_stop();
+  if (!comm_) return local;
+  torch::Tensor flag = torch::full({1}, local ? 1.0F : 0.0F, torch::kFloat32);
+  REEL_RETURN_IF_ERROR(comm_->AllReduce(flag, "the stop flag after step " + std::to_string(step_)));
+  return flag.item<float>() > 0;
 }
 
 Status Run::OpenMetrics() {
@@ -344,6 +360,7 @@ Status Run::LogAndResetWindow() {
 Result<TrainResult> Run::Finish(Clock::time_point start) {
   TrainResult result;
   result.finished = step_ == schedule_.total_steps;
+  result.preempted = preempted_ && !result.finished;
   if (result.finished || step_ > 0) REEL_RETURN_IF_ERROR(SaveCheckpoint());
   if (result.finished) {
     REEL_RETURN_IF_ERROR(EvaluateAndReport(true));

@@ -62,6 +62,10 @@ struct TrainOptions {
   // Stop after this many optimiser steps in this process (the run stays resumable), e.g. to
   // simulate a job that is preempted. <= 0: run to the end.
   int64_t stop_after_steps = 0;
+  // Asked after every step: true stops the run there with a checkpoint (a preemption; see
+  // base/stop_request.h). Every rank of a data-parallel job stops at the same step when any rank
+  // is asked. Null: never.
+  std::function<bool()> should_stop;
   bool progress = true;
   std::function<void(const StepMetrics&)> on_log;  // called for every metrics line
   // This process's place in a data-parallel job (dist/world.h); one process by default.
@@ -74,6 +78,7 @@ struct TrainResult {
   int64_t samples = 0;        // training samples seen in total
   double seconds = 0;
   bool finished = false;           // reached the run's end (not stopped early)
+  bool preempted = false;          // stopped by should_stop (a checkpoint was written)
   std::optional<EvalReport> eval;  // the final evaluation, when finished
   std::string registered;          // the registered version's URI (registry.model), or ""
 };
