@@ -1,5 +1,5 @@
 // reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models,
-// registry, serve, predict, features, pipeline).
+// registry, serve, predict, features, pipeline, scheduler, jobs, nodes).
 // Subcommands live one per file; `reel --help` lists exactly these.
 #include <CLI/CLI.hpp>
 
@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterPredict(app, &exit_code);
   reel::cli::RegisterFeatures(app, &exit_code);
   reel::cli::RegisterPipeline(app, &exit_code);
+  reel::cli::RegisterJobs(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

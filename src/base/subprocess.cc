@@ -24,9 +24,18 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
   const pid_t pid = fork();
   if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
-    if (options.new_process_group && setpgid(0, 0) != 0) _exit(127);
+    // A server blocks SIGINT/SIGTERM in its threads to sigwait for them; the mask would survive
+    // exec and leave the child deaf to SIGTERM.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (options.die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+    } else if (setsid() < 0) {
+      _exit(127);
+    }
+    if (options.new_process_group && options.die_with_parent && setpgid(0, 0) != 0) _exit(127);
     if (options.stdout_fd >= 0 && dup2(options.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
     if (options.stderr_fd >= 0 && dup2(options.stderr_fd, STDERR_FILENO) < 0) _exit(127);
     if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) _exit(127);
@@ -35,7 +44,7 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
   }
   // Both sides set the group, so that it exists before either goes on (a kill(-pid) right after
   // this returns reaches the child).
-  if (options.new_process_group) setpgid(pid, pid);
+  if (options.new_process_group && options.die_with_parent) setpgid(pid, pid);
   return pid;
 }
 

@@ -17,10 +17,14 @@ struct SpawnOptions {
   // The child leads a process group of its own, so that kill(-pid) reaches everything it starts.
   bool new_process_group = false;
   std::string workdir;  // non-empty: the child's working directory (exit 127 when it cannot be)
+  // False: the child outlives this process (a job's supervisor that must survive its
+  // scheduler's restart). It then leads a new session (setsid), away from our terminal's signals.
+  bool die_with_parent = true;
 };
 
 // Runs argv[0] (a path) with `argv` and `env` ("NAME=value" each). The child is killed when this
-// process dies (PR_SET_PDEATHSIG), even if that happens while it starts. A program that cannot
+// process dies (PR_SET_PDEATHSIG), even if that happens while it starts, unless
+// options.die_with_parent is false. A program that cannot
 // be executed exits 127 in the child. Errors: Internal when fork fails.
 Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& env, const SpawnOptions& options = {});

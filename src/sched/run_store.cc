@@ -8,54 +8,12 @@
 #include <filesystem>
 
 #include "base/json.h"
+#include "sched/schema.h"
 
 namespace reel::sched {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::vector<db::Migration>& Migrations() {
-  static const std::vector<db::Migration> kSteps = {{1, R"sql(
-CREATE TABLE sched_runs (
-  id TEXT PRIMARY KEY,
-  pipeline TEXT NOT NULL,
-  seq BIGINT NOT NULL,
-  source_name TEXT NOT NULL,
-  source TEXT NOT NULL,
-  inputs TEXT NOT NULL,
-  workdir TEXT NOT NULL,
-  state TEXT NOT NULL,
-  failed_task TEXT NOT NULL,
-  runner_pid BIGINT NOT NULL,
-  created_ms BIGINT NOT NULL,
-  finished_ms BIGINT NOT NULL,
-  ttl_ms BIGINT NOT NULL,
-  scratch_removed BIGINT NOT NULL);
-CREATE INDEX sched_runs_by_pipeline ON sched_runs (pipeline, seq);
-CREATE TABLE sched_tasks (
-  run_id TEXT NOT NULL,
-  name TEXT NOT NULL,
-  position BIGINT NOT NULL,
-  state TEXT NOT NULL,
-  attempts BIGINT NOT NULL,
-  exit_code BIGINT,
-  reason TEXT NOT NULL,
-  cache_key TEXT NOT NULL,
-  cached_from TEXT NOT NULL,
-  outputs TEXT NOT NULL,
-  log TEXT NOT NULL,
-  started_ms BIGINT NOT NULL,
-  finished_ms BIGINT NOT NULL,
-  PRIMARY KEY (run_id, name));
-CREATE TABLE sched_cache (
-  cache_key TEXT PRIMARY KEY,
-  run_id TEXT NOT NULL,
-  task TEXT NOT NULL,
-  outputs TEXT NOT NULL,
-  created_ms BIGINT NOT NULL);
-)sql"}};
-  return kSteps;
-}
 
 constexpr std::string_view kTaskStates[] = {"pending", "running", "retrying", "succeeded",
                                             "cached",  "failed",  "skipped"};
@@ -136,7 +94,7 @@ Result<std::unique_ptr<RunStore>> RunStore::Open(const std::string& state_dir) {
     return UnavailableError("pipeline state folder " + state_dir + ": " + error.message());
   }
   REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::OpenSqlite(state_dir + "/state.db"));
-  REEL_RETURN_IF_ERROR(db::Migrate(*db, "sched", Migrations()));
+  REEL_RETURN_IF_ERROR(db::Migrate(*db, "sched", internal::SchedMigrations()));
   return std::unique_ptr<RunStore>(new RunStore(state_dir, std::move(db)));
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/files.h"
 #include "base/hash.h"
+#include "base/quantity.h"
 #include "base/subprocess.h"
 #include "base/thread_pool.h"
 #include "sched/runner_internal.h"

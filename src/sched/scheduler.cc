@@ -627,13 +627,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Make(std::vector<Node> nodes,
   return std::unique_ptr<Scheduler>(new Scheduler(std::move(s)));
 }
 
-Status Scheduler::Submit(JobSpec spec, Clock::TimePoint now) {
-  (void)now;
+Status Scheduler::Validate(const JobSpec& spec) const {
   if (spec.id.empty()) return InvalidArgumentError("a job needs an id");
-  if (s_->jobs.count(spec.id) != 0) return InvalidArgumentError("job " + spec.id + " exists");
   const auto q = s_->queue_index.find(spec.queue);
   if (q == s_->queue_index.end()) {
-    return InvalidArgumentError("job " + spec.id + ": no queue '" + spec.queue + "'");
+    std::string names;
+    for (const auto& queue : s_->queues) names += (names.empty() ? "" : ", ") + queue.spec.name;
+    return InvalidArgumentError("job " + spec.id + ": no queue '" + spec.queue +
+                                "' (queues: " + names + ")");
   }
   const Resources& per = spec.per_worker;
   if (per.cpu_millis < 0 || per.memory_bytes < 0 || per.gpu < 0 ||
@@ -644,27 +645,83 @@ Status Scheduler::Submit(JobSpec spec, Clock::TimePoint now) {
   if (spec.min_workers < 1 || spec.max_workers < spec.min_workers) {
     return InvalidArgumentError("job " + spec.id + ": workers must be 1 or more, min <= max");
   }
-  auto job = std::make_unique<State::JobState>();
-  job->spec = std::move(spec);
-  job->queue = q->second;
-  job->seq = s_->next_seq++;
   // Could it ever run? On an empty cluster, within its queue's limit.
-  if (s_->Place(*job, &s_->capacities, job->spec.min_workers, job->spec.min_workers, nullptr)
-          .empty()) {
-    return InvalidArgumentError(
-        "job " + job->spec.id + ": " + std::to_string(job->spec.min_workers) + " workers of " +
-        ResourcesText(job->spec.per_worker) + " do not fit on the cluster's nodes even when idle");
+  State::JobState probe;
+  probe.spec = spec;
+  if (s_->Place(probe, &s_->capacities, spec.min_workers, spec.min_workers, nullptr).empty()) {
+    return InvalidArgumentError("job " + spec.id + ": " + std::to_string(spec.min_workers) +
+                                " workers of " + ResourcesText(spec.per_worker) +
+                                " do not fit on the cluster's nodes even when idle");
   }
-  const QueueSpec& qs = s_->queues[job->queue].spec;
+  const QueueSpec& qs = s_->queues[q->second].spec;
   Resources limit = qs.quota;
   limit += qs.borrowing_limit;
-  if (FitCount(limit, job->spec.per_worker) < job->spec.min_workers) {
-    return InvalidArgumentError("job " + job->spec.id + " needs more than queue " + qs.name +
+  if (FitCount(limit, spec.per_worker) < spec.min_workers) {
+    return InvalidArgumentError("job " + spec.id + " needs more than queue " + qs.name +
                                 " may ever use (quota + borrowing limit)");
   }
+  return Status::Ok();
+}
+
+Status Scheduler::Submit(JobSpec spec, Clock::TimePoint now) {
+  (void)now;
+  if (s_->jobs.count(spec.id) != 0) return InvalidArgumentError("job " + spec.id + " exists");
+  REEL_RETURN_IF_ERROR(Validate(spec));
+  auto job = std::make_unique<State::JobState>();
+  job->spec = std::move(spec);
+  job->queue = s_->queue_index.at(job->spec.queue);
+  job->seq = s_->next_seq++;
   State::JobState* raw = job.get();
   s_->jobs[raw->spec.id] = std::move(job);
   s_->queues[raw->queue].line[{raw->spec.priority, raw->seq}] = raw;
+  return Status::Ok();
+}
+
+Status Scheduler::Requeue(const std::string& id) {
+  const auto it = s_->jobs.find(id);
+  if (it == s_->jobs.end()) return NotFoundError("no job " + id);
+  State::JobState& j = *it->second;
+  if (j.phase != JobPhase::kDone) return FailedPreconditionError("job " + id + " has not ended");
+  ++j.preemptions;
+  j.phase = JobPhase::kPending;
+  s_->queues[j.queue].line[{j.spec.priority, j.seq}] = &j;
+  return Status::Ok();
+}
+
+std::vector<Scheduler::NodeView> Scheduler::Nodes() const {
+  std::vector<NodeView> out;
+  for (const auto& n : s_->nodes) out.push_back(NodeView{n.spec, n.free, n.cordoned});
+  return out;
+}
+
+std::vector<QueueSpec> Scheduler::Queues() const {
+  std::vector<QueueSpec> out;
+  for (const auto& q : s_->queues) out.push_back(q.spec);
+  return out;
+}
+
+Status Scheduler::Adopt(JobSpec spec, const std::vector<std::string>& nodes,
+                        Clock::TimePoint started) {
+  const std::string id = spec.id;
+  REEL_RETURN_IF_ERROR(Submit(std::move(spec), started));
+  State::JobState& j = *s_->jobs.at(id);
+  std::vector<int> placed;
+  std::vector<Resources> free = s_->FreeVector();
+  for (const std::string& name : nodes) {
+    const auto n = std::find_if(s_->nodes.begin(), s_->nodes.end(),
+                                [&](const State::NodeState& x) { return x.spec.name == name; });
+    const int index = static_cast<int>(n - s_->nodes.begin());
+    if (n == s_->nodes.end() || !j.spec.per_worker.FitsIn(free[index])) {
+      s_->queues[j.queue].line.erase({j.spec.priority, j.seq});
+      s_->jobs.erase(id);
+      return InvalidArgumentError("job " + id + " cannot run again on node " + name +
+                                  " (unknown, or without room)");
+    }
+    free[index] -= j.spec.per_worker;
+    placed.push_back(index);
+  }
+  s_->queues[j.queue].line.erase({j.spec.priority, j.seq});
+  s_->Allocate(j, placed, started);
   return Status::Ok();
 }
 

@@ -120,9 +120,15 @@ class Scheduler {
                                                  SchedulerOptions options = {});
   ~Scheduler();
 
+  // Submit's checks without queueing the job (its id is not checked).
+  Status Validate(const JobSpec& job) const;
   // Queues a job. Errors: InvalidArgument when the id is taken, the queue unknown, the request
   // empty or larger than any node, or the gang larger than its queue's limit or the cluster.
   Status Submit(JobSpec job, Clock::TimePoint now);
+  // A job that was running when the scheduler's process stopped (its state is read back from
+  // the daemon's database): running again at once on `nodes`, one per worker, since `started`.
+  // Errors: as Submit, and InvalidArgument for an unknown node or nodes without room.
+  Status Adopt(JobSpec job, const std::vector<std::string>& nodes, Clock::TimePoint started);
   // Removes a pending job, or returns a Preempt-like stop for a running one (nullopt when the
   // job is pending or already stopping). Errors: NotFound.
   Result<std::optional<Decision>> Cancel(const std::string& job, Clock::TimePoint now);
@@ -141,6 +147,18 @@ class Scheduler {
   // takes no work until Restore(). Errors: NotFound.
   Result<std::vector<Decision>> Reclaim(const std::string& node, Clock::TimePoint now);
   Status Restore(const std::string& node);
+
+  // A job that ended (Finished) goes back in line at its old place: it stopped by itself to be
+  // run again (exit 75 without being asked). Errors: NotFound; FailedPrecondition unless done.
+  Status Requeue(const std::string& job);
+
+  struct NodeView {
+    Node spec;
+    Resources free;
+    bool cordoned = false;
+  };
+  std::vector<NodeView> Nodes() const;
+  std::vector<QueueSpec> Queues() const;
 
   Result<JobView> Job(const std::string& job) const;
   size_t pending() const;

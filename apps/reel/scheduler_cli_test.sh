@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The job scheduler end to end on real processes: `reel scheduler serve` with a cluster file,
+# `reel jobs` and `reel nodes` against it. Gangs start whole; a higher-priority job preempts a
+# lower one, which checkpoints, is requeued and resumes (a real `reel train`, whose loss curve
+# equals an uninterrupted run's); a job over its memory or its time limit is stopped and says
+# why; a spot node's reclaim requeues its job; kill -9 of the scheduler loses nothing and starts
+# nothing twice; bad jobs are refused with exit 3.
+# Usage: scheduler_cli_test.sh PATH_TO_REEL
+set -u
+REEL=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/check_lib.sh"
+export REEL_SCHEDULER_STATE=$WORK/state
+cd "$WORK"  # jobs run where they were submitted: their files land here
+daemon=""
+cleanup() { [ -n "$daemon" ] && kill -9 "$daemon" 2>/dev/null; pkill -9 -f "jobs shim $WORK" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+cat > "$WORK/cluster.yaml" <<'EOF'
+nodes:
+  - {name: a, cpu: 2, memory: 4Gi, cost_per_hour: 3}
+  - {name: b, cpu: 2, memory: 4Gi, cost_per_hour: 3}
+  - {name: s, cpu: 2, memory: 4Gi, spot: true, cost_per_hour: 1}
+queues:
+  - {name: default, quota: {cpu: 6, memory: 12Gi}}
+  - {name: small, quota: {cpu: 1, memory: 2Gi}}
+EOF
+start_daemon() {
+  "$REEL" scheduler serve --cluster "$WORK/cluster.yaml" --port 0 --grace 5s \
+    > "$WORK/daemon.out" 2>> "$WORK/daemon.err" &
+  daemon=$!
+  for _ in $(seq 200); do grep -q "^listening on" "$WORK/daemon.out" 2>/dev/null && return 0; sleep 0.05; done
+  return 1
+}
+state() { "$REEL" jobs status "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+field() { "$REEL" jobs status "$1" --json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"$2\"])"; }
+wait_state() {  # wait_state JOB STATE: up to 60 s
+  for _ in $(seq 600); do [ "$(state "$1")" = "$2" ] && return 0; sleep 0.1; done
+  echo "     | $1 is $(state "$1"), not $2" >&2; return 1
+}
+export REEL
+export -f state field
+check "the scheduler starts" start_daemon
+
+echo "1. a gang of 2 starts whole, with torchrun's variables"
+id=$("$REEL" jobs submit --workers 2 --cpu 2 -- sh -c 'echo "$RANK/$WORLD_SIZE $REEL_NODE $MASTER_ADDR" > "rank$RANK"')
+check "it succeeds" "$REEL" jobs wait "$id" --timeout 60s
+check "each worker knows its rank and node" bash -c "grep -q '^0/2 a 127.0.0.1$' rank0 && grep -q '^1/2 b 127.0.0.1$' rank1"
+rm -f rank0 rank1
+
+echo "2. all or nothing: a gang waits until both of its workers fit"
+blocker=$("$REEL" jobs submit --cpu 2 -- sleep 2)
+wait_state "$blocker" running
+gang=$("$REEL" jobs submit --workers 2 --cpu 2 -- true)
+check "the gang waits while only one on-demand node is free" bash -c "sleep 0.5; [ \"\$(state $gang)\" = pending ]"
+check "and its reason says why" bash -c "[ \"\$(field $gang reason)\" = 'waiting for resources' ]"
+check "it runs once the blocker ends" "$REEL" jobs wait "$gang" --timeout 60s
+
+echo "3. a bad job is refused"
+"$REEL" jobs submit --queue nope -- true > "$WORK/bad.out" 2>&1
+check "an unknown queue exits 3" test $? -eq 3
+check "naming the queues" grep -q "no queue 'nope' (queues: default, small)" "$WORK/bad.out"
+"$REEL" jobs submit --cpu 3 -- true > "$WORK/bad.out" 2>&1
+check "a worker larger than any node exits 3" test $? -eq 3
+check "saying so" grep -q "do not fit on the cluster's nodes even when idle" "$WORK/bad.out"
+"$REEL" jobs submit --memory 4GB -- true > "$WORK/bad.out" 2>&1
+check "a malformed memory exits 3" test $? -eq 3
+"$REEL" jobs submit --queue small --cpu 2 -- true > "$WORK/bad.out" 2>&1
+check "more than a queue may ever use exits 3" grep -q "needs more than queue small may ever use" "$WORK/bad.out"
+
+echo "4. a job over its memory is stopped and says so"
+mem=$("$REEL" jobs submit --memory 64Mi -- python3 -c 'import time; x = bytearray(400 << 20); time.sleep(30)')
+check "it fails" bash -c "! '$REEL' jobs wait $mem --timeout 60s > /dev/null"
+check "over its memory" bash -c "'$REEL' jobs status $mem --json | grep -q 'over its memory: .* resident, 64Mi requested'"
+
+echo "5. a time limit ends a job"
+slow=$("$REEL" jobs submit --time-limit 1s -- sleep 60)
+check "it fails" bash -c "! '$REEL' jobs wait $slow --timeout 60s > /dev/null"
+check "at its time limit" bash -c "[ \"\$(field $slow reason)\" = 'time limit 1s' ]"
+
+echo "6. cancel"
+long=$("$REEL" jobs submit --cpu 2 --workers 2 -- sleep 60)
+wait_state "$long" running
+queued=$("$REEL" jobs submit --cpu 2 -- sleep 60)
+check "a pending job is cancelled" bash -c "'$REEL' jobs cancel $queued | grep -q 'cancelled'"
+check "a running job is stopped" bash -c "'$REEL' jobs cancel $long > /dev/null && '$REEL' jobs wait $long --timeout 30s | grep -q 'cancelled'"
+
+echo "7. a spot node's reclaim requeues its job elsewhere"
+spot=$("$REEL" jobs submit --spot --cpu 2 -- sh -c 'trap "exit 75" TERM; echo "on $REEL_NODE" >> spot.log; sleep 3')
+wait_state "$spot" running
+check "a spot job goes to the spot node first" bash -c "[ \"\$(\"$REEL\" jobs status $spot --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"nodes\"][0])')\" = s ]"
+check "reclaiming the node preempts it" bash -c "'$REEL' nodes reclaim s | grep -q 'preempted: \[\"$spot\"\]'"
+check "it finishes on another node" "$REEL" jobs wait "$spot" --timeout 60s
+check "it ran on s, then on a ($(tr '\n' ' ' < spot.log))" bash -c "[ \"\$(cat spot.log | tr '\n' ' ')\" = 'on s on a ' ]"
+check "its preemption is counted" bash -c "[ \"\$(field $spot preemptions)\" = 1 ]"
+check "its cost counts both runs" python3 -c "
+import json, subprocess, sys
+j = json.loads(subprocess.check_output([sys.argv[1], 'jobs', 'status', sys.argv[2], '--json']))
+assert j['cost'] > 0, j" "$REEL" "$spot"
+check "the node can be restored" bash -c "'$REEL' nodes restore s > /dev/null && '$REEL' nodes ls | grep -Eq '^s .* ready$'"
+
+echo "8. kill -9 of the scheduler: its jobs run on and are found again"
+survivor=$("$REEL" jobs submit -- sh -c 'echo started >> survivor.log; sleep 2; echo done >> survivor.log')
+wait_state "$survivor" running
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null
+sleep 3
+check "the job ran to its end without the scheduler" grep -q done survivor.log
+check "a new scheduler starts" start_daemon
+check "it finds the job succeeded" "$REEL" jobs wait "$survivor" --timeout 30s
+check "and started it once ($(grep -c started survivor.log) starts, $(field $survivor attempts) attempts)" bash -c "[ \$(grep -c started survivor.log) = 1 ] && [ \"\$(field $survivor attempts)\" = 1 ]"
+
+echo "9. preemption of a real training job: checkpoint, requeue, resume, the same losses"
+tiny_dataset
+tiny_config whole "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
+tiny_config preempted "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
+check "uninterrupted training" bash -c "'$REEL' train --config '$WORK/whole.yaml' --quiet > /dev/null 2>&1"
+train=$("$REEL" jobs submit --name train --cpu 2 -- "$REEL" train --config "$WORK/preempted.yaml" --resume --quiet)
+for _ in $(seq 3000); do
+  step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/preempted/checkpoints/latest" 2>/dev/null)
+  [ -n "$step" ] && [ "$step" -ge 6 ] && break
+  sleep 0.01
+done
+urgent=$("$REEL" jobs submit --name urgent --cpu 2 --workers 2 --priority 10 -- sleep 1)
+check "the urgent job runs" "$REEL" jobs wait "$urgent" --timeout 60s
+check "the training job resumes and finishes" "$REEL" jobs wait "$train" --timeout 120s
+check "it was preempted once" bash -c "[ \"\$(field $train preemptions)\" = 1 ] && [ \"\$(field $train attempts)\" = 2 ]"
+check "its first run said so" grep -q "preempted (SIGTERM) after step" "$WORK/state/jobs/$train/worker-0.log"
+check "the resumed loss curve equals the uninterrupted one" \
+  python3 "$HERE/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/preempted/metrics.jsonl" 40
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 11 ]"
+finish

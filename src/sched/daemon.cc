@@ -1,0 +1,583 @@
+#include "sched/daemon.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/config.h"
+#include "base/files.h"
+#include "base/json.h"
+#include "base/logging.h"
+#include "base/quantity.h"
+#include "base/stop_request.h"
+#include "base/subprocess.h"
+#include "http/server.h"
+#include "sched/jobs.h"
+#include "sched/runner.h"
+#include "sched/runner_internal.h"
+
+namespace reel::sched {
+namespace {
+
+namespace fs = std::filesystem;
+using http::Request;
+using http::Response;
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+Result<Resources> ResourcesOf(const ConfigNode& node) {
+  REEL_RETURN_IF_ERROR(node.CheckKeys({"cpu", "memory", "gpu"}));
+  Resources r{0, 0, 0};
+  if (node.Has("cpu")) {
+    REEL_ASSIGN_OR_RETURN(std::string cpu, node.GetString("cpu"));
+    Result<int64_t> m = ParseCpuMillicores(cpu);
+    if (!m.ok()) return node.Error(m.status().message());
+    r.cpu_millis = *m;
+  }
+  if (node.Has("memory")) {
+    REEL_ASSIGN_OR_RETURN(std::string memory, node.GetString("memory"));
+    Result<int64_t> b = ParseMemoryBytes(memory);
+    if (!b.ok()) return node.Error(b.status().message());
+    r.memory_bytes = *b;
+  }
+  REEL_ASSIGN_OR_RETURN(r.gpu, node.GetInt("gpu", 0));
+  return r;
+}
+
+Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes) {
+  REEL_ASSIGN_OR_RETURN(ConfigNode list, root.Child("nodes"));
+  REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> elements, list.Elements());
+  for (const ConfigNode& e : elements) {
+    REEL_RETURN_IF_ERROR(
+        e.CheckKeys({"name", "cpu", "memory", "gpu", "spot", "cost_per_hour", "labels"}));
+    Node n;
+    REEL_ASSIGN_OR_RETURN(n.name, e.GetString("name"));
+    REEL_ASSIGN_OR_RETURN(n.capacity.cpu_millis, [&]() -> Result<int64_t> {
+      REEL_ASSIGN_OR_RETURN(std::string cpu, e.GetString("cpu"));
+      Result<int64_t> m = ParseCpuMillicores(cpu);
+      if (!m.ok()) return e.Error(m.status().message());
+      return *m;
+    }());
+    REEL_ASSIGN_OR_RETURN(std::string memory, e.GetString("memory"));
+    Result<int64_t> bytes = ParseMemoryBytes(memory);
+    if (!bytes.ok()) return e.Error(bytes.status().message());
+    n.capacity.memory_bytes = *bytes;
+    REEL_ASSIGN_OR_RETURN(n.capacity.gpu, e.GetInt("gpu", 0));
+    REEL_ASSIGN_OR_RETURN(n.spot, e.GetBool("spot", false));
+    REEL_ASSIGN_OR_RETURN(n.cost_per_hour, e.GetDouble("cost_per_hour", 0));
+    if (e.Has("labels")) {
+      REEL_ASSIGN_OR_RETURN(ConfigNode labels, e.Child("labels"));
+      for (const std::string& k : labels.Keys()) {
+        REEL_ASSIGN_OR_RETURN(n.labels[k], labels.GetString(k));
+      }
+    }
+    nodes->push_back(std::move(n));
+  }
+  if (nodes->empty()) return list.Error("a cluster needs at least one node");
+  return Status::Ok();
+}
+
+Status LoadQueues(const ConfigNode& root, std::vector<QueueSpec>* queues) {
+  if (!root.Has("queues")) return Status::Ok();
+  REEL_ASSIGN_OR_RETURN(ConfigNode list, root.Child("queues"));
+  REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> elements, list.Elements());
+  for (const ConfigNode& e : elements) {
+    REEL_RETURN_IF_ERROR(e.CheckKeys({"name", "quota", "borrowing_limit", "weight"}));
+    QueueSpec q;
+    REEL_ASSIGN_OR_RETURN(q.name, e.GetString("name"));
+    REEL_ASSIGN_OR_RETURN(ConfigNode quota, e.Child("quota"));
+    REEL_ASSIGN_OR_RETURN(q.quota, ResourcesOf(quota));
+    q.borrowing_limit = Resources{0, 0, 0};
+    if (e.Has("borrowing_limit")) {
+      REEL_ASSIGN_OR_RETURN(ConfigNode limit, e.Child("borrowing_limit"));
+      REEL_ASSIGN_OR_RETURN(q.borrowing_limit, ResourcesOf(limit));
+    }
+    REEL_ASSIGN_OR_RETURN(q.weight, e.GetDouble("weight", 1));
+    queues->push_back(std::move(q));
+  }
+  return Status::Ok();
+}
+
+Status LoadCluster(const std::string& file, std::vector<Node>* nodes,
+                   std::vector<QueueSpec>* queues) {
+  if (file.empty()) {
+    Node local{"local", MachineCapacity(), {}, false, 0};
+    nodes->push_back(std::move(local));
+    return Status::Ok();
+  }
+  REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadFile(file));
+  REEL_RETURN_IF_ERROR(root.CheckKeys({"nodes", "queues"}));
+  REEL_RETURN_IF_ERROR(LoadNodes(root, nodes));
+  return LoadQueues(root, queues);
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+bool Alive(int64_t pid) {
+  if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren == std::string::npos || line.substr(paren + 2, 1) != "Z";
+}
+
+}  // namespace
+
+struct Daemon::Impl {
+  DaemonOptions o;
+  std::unique_ptr<JobStore> store;
+  std::unique_ptr<Scheduler> scheduler;
+  std::map<std::string, JobRecord> jobs;
+  std::map<std::string, SteadyClock::time_point> kill_at;  // stopping jobs' SIGKILL times
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread loop;
+  std::unique_ptr<http::Server> server;
+
+  std::string JobDir(const std::string& id) const { return o.state_dir + "/jobs/" + id; }
+  std::string LogPath(const std::string& id, int worker) const {
+    return JobDir(id) + "/worker-" + std::to_string(worker) + ".log";
+  }
+
+  Status Save(const JobRecord& job) {
+    jobs[job.spec.id] = job;
+    return store->Update(job);
+  }
+
+  // --- start-up ---
+
+  Status Adopt() {
+    REEL_ASSIGN_OR_RETURN(std::vector<JobRecord> all, store->List());
+    for (JobRecord& job : all) {
+      const std::string id = job.spec.id;
+      if (job.state == "pending") {
+        REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, SteadyClock::now()));
+      } else if (job.state == "running" || job.state == "stopping") {
+        const auto started = SteadyClock::now() - std::chrono::milliseconds(std::max<int64_t>(
+                                                      0, NowUnixMs() - job.started_ms));
+        Status adopted = scheduler->Adopt(job.spec, job.nodes, started);
+        if (!adopted.ok()) {
+          Logger("sched")->warn("job {} cannot be adopted ({}); killing it", id, adopted.message());
+          if (job.shim_pid > 0) kill(-static_cast<pid_t>(job.shim_pid), SIGKILL);
+          job.state = "failed";
+          job.reason = std::string(adopted.message());
+          REEL_RETURN_IF_ERROR(store->Update(job));
+        } else if (job.state == "stopping") {
+          kill_at[id] = SteadyClock::now() + o.grace;  // it was asked already
+        }
+      }
+      jobs[id] = job;
+    }
+    return Status::Ok();
+  }
+
+  // --- the tick ---
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      Status s = Tick();
+      if (!s.ok()) Logger("sched")->error("scheduling: {}", s.ToString());
+      wake.wait_for(lock, o.tick);
+    }
+  }
+
+  Status Tick() {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    REEL_RETURN_IF_ERROR(CollectExits());
+    for (const Decision& d : scheduler->Schedule(SteadyClock::now())) {
+      REEL_RETURN_IF_ERROR(Apply(d));
+    }
+    return NoteWhyPending();
+  }
+
+  // What the core says a pending job waits for, kept in its record when it changes.
+  Status NoteWhyPending() {
+    for (auto& [id, job] : jobs) {
+      if (job.state != "pending") continue;
+      Result<JobView> view = scheduler->Job(id);
+      if (!view.ok() || view->reason.empty() || view->reason == job.reason) continue;
+      job.reason = view->reason;
+      REEL_RETURN_IF_ERROR(store->Update(job));
+    }
+    return Status::Ok();
+  }
+
+  Status CollectExits() {
+    std::vector<std::string> running;
+    for (const auto& [id, job] : jobs) {
+      if (job.state == "running" || job.state == "stopping") running.push_back(id);
+    }
+    for (const std::string& id : running) {
+      JobRecord& job = jobs[id];
+      const std::string exit_file = JobDir(id) + "/exit.json";
+      if (fs::exists(exit_file)) {
+        Result<std::string> text = ReadFileToString(exit_file, "job exit file");
+        Result<json> exit = text.ok() ? ParseJson(*text, exit_file) : Result<json>(text.status());
+        json e = exit.ok()
+                     ? *exit
+                     : json{{"exit_code", -1}, {"signal", 0}, {"reason", "unreadable exit file"}};
+        REEL_RETURN_IF_ERROR(OnExit(job, e.value("exit_code", -1), e.value("signal", 0),
+                                    e.value("reason", std::string())));
+      } else if (!Alive(job.shim_pid)) {
+        REEL_RETURN_IF_ERROR(OnExit(job, -1, SIGKILL, "its supervisor ended without a report"));
+      } else if (kill_at.count(id) != 0 && SteadyClock::now() >= kill_at[id]) {
+        kill(-static_cast<pid_t>(job.shim_pid), SIGKILL);
+        kill_at.erase(id);
+      }
+    }
+    return Status::Ok();
+  }
+
+  static std::string ExitReason(int code, int sig, const std::string& reason) {
+    if (!reason.empty()) return reason;
+    if (sig != 0) return "killed by signal " + std::to_string(sig);
+    return "exit " + std::to_string(code);
+  }
+
+  Status OnExit(JobRecord& job, int code, int sig, const std::string& reason) {
+    const std::string id = job.spec.id;
+    const auto now = SteadyClock::now();
+    kill_at.erase(id);
+    job.exit_code = code;
+    job.shim_pid = 0;
+    job.nodes.clear();
+    const bool asked = job.state == "stopping";
+    const std::string stop = job.stop;
+    job.stop.clear();
+    // A job adopted while stopping is "running" to the core, which did not see the request.
+    const bool core_stopping = scheduler->Job(id).value().phase == JobPhase::kStopping;
+    const bool requeue = (asked && stop == "preempt") || (!asked && code == kExitPreempted);
+    if (asked && core_stopping && (stop == "preempt" || stop == "resize")) {
+      REEL_ASSIGN_OR_RETURN(std::optional<Decision> restart, scheduler->Stopped(id, now));
+      job.preemptions += stop == "preempt" ? 1 : 0;
+      job.state = "pending";
+      REEL_RETURN_IF_ERROR(Save(job));
+      return restart ? Apply(*restart) : Status::Ok();
+    }
+    REEL_RETURN_IF_ERROR(core_stopping ? scheduler->Stopped(id, now).status()
+                                       : scheduler->Finished(id, now));
+    job.cost = scheduler->Job(id).value().cost;
+    job.finished_ms = NowUnixMs();
+    if (requeue || (asked && stop == "resize")) {
+      // Stopped at a checkpoint (asked by us before a restart, or by someone else): run it again.
+      REEL_RETURN_IF_ERROR(scheduler->Requeue(id));
+      ++job.preemptions;
+      job.state = "pending";
+      if (!asked) job.reason = "stopped at a checkpoint (exit 75); requeued";
+      return Save(job);
+    }
+    if (asked) {
+      job.state = stop == "cancel" ? "cancelled" : "failed";
+    } else {
+      job.state = code == 0 ? "succeeded" : "failed";
+      job.reason = code == 0 ? "" : ExitReason(code, sig, reason);
+    }
+    return Save(job);
+  }
+
+  Status Apply(const Decision& d) {
+    JobRecord& job = jobs[d.job];
+    switch (d.kind) {
+      case Decision::Kind::kStart:
+        return Launch(job, d.nodes);
+      case Decision::Kind::kPreempt:
+      case Decision::Kind::kResize:
+      case Decision::Kind::kStop: {
+        if (job.shim_pid > 0) kill(-static_cast<pid_t>(job.shim_pid), SIGTERM);
+        kill_at[d.job] = SteadyClock::now() + o.grace;
+        job.state = "stopping";
+        if (job.stop != "cancel") {
+          job.stop = d.kind == Decision::Kind::kPreempt  ? "preempt"
+                     : d.kind == Decision::Kind::kResize ? "resize"
+                                                         : "stop";
+        }
+        job.reason = d.reason;
+        return Save(job);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<json> LaunchFile(const JobRecord& job, const std::vector<std::string>& nodes) {
+    json launch = {{"workdir", job.workdir}, {"poll_ms", 100}, {"workers", json::array()}};
+    launch["memory_bytes"] = job.spec.per_worker.memory_bytes * static_cast<int64_t>(nodes.size());
+    std::vector<std::string> argv = job.command;
+    REEL_ASSIGN_OR_RETURN(argv[0], internal::ResolveProgram(argv[0], o.reel_binary));
+    const int port = FreePort();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      std::vector<std::string> env = {
+          "RANK=" + std::to_string(i),       "WORLD_SIZE=" + std::to_string(nodes.size()),
+          "LOCAL_RANK=" + std::to_string(i), "LOCAL_WORLD_SIZE=" + std::to_string(nodes.size()),
+          "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + std::to_string(port),
+          "REEL_JOB_ID=" + job.spec.id,      "REEL_NODE=" + nodes[i]};
+      for (const auto& [k, v] : job.env) env.push_back(k + "=" + v);
+      launch["workers"].push_back({{"argv", argv},
+                                   {"env", CurrentEnvironment(env)},
+                                   {"log", LogPath(job.spec.id, static_cast<int>(i))}});
+    }
+    return launch;
+  }
+
+  Status Launch(JobRecord& job, const std::vector<std::string>& nodes) {
+    const std::string dir = JobDir(job.spec.id);
+    std::error_code error;
+    fs::create_directories(dir, error);
+    fs::remove(dir + "/exit.json", error);
+    ++job.attempts;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      std::ofstream(LogPath(job.spec.id, static_cast<int>(i)), std::ios::app)
+          << "=== reel scheduler: " << job.spec.id << " attempt " << job.attempts << " on "
+          << nodes[i] << " ===\n";
+    }
+    Result<json> launch = LaunchFile(job, nodes);
+    Status written =
+        launch.ok() ? WriteFileAtomically(dir + "/launch.json", launch->dump()) : launch.status();
+    SpawnOptions options;
+    options.die_with_parent = false;  // it outlives a daemon killed with -9
+    Result<pid_t> shim = written.ok() ? SpawnProcess({ShimBinary(), "jobs", "shim", dir},
+                                                     CurrentEnvironment(), options)
+                                      : Result<pid_t>(written);
+    job.nodes = nodes;
+    job.started_ms = NowUnixMs();
+    job.stop.clear();
+    if (!shim.ok()) {
+      // Never started: its room is given back and it ends failed with the reason.
+      REEL_RETURN_IF_ERROR(scheduler->Finished(job.spec.id, SteadyClock::now()));
+      job.state = "failed";
+      job.reason = std::string(shim.status().message());
+      job.nodes.clear();
+      return Save(job);
+    }
+    job.shim_pid = *shim;
+    job.state = "running";
+    job.reason.clear();
+    return Save(job);
+  }
+
+  std::string ShimBinary() const {
+    Result<std::string> reel = internal::ResolveProgram("reel", o.reel_binary);
+    return reel.ok() ? *reel : "reel";
+  }
+
+  // --- the API ---
+
+  Result<Response> Submit(const Request& r) {
+    REEL_ASSIGN_OR_RETURN(json body, ParseJson(r.body, "the job"));
+    REEL_ASSIGN_OR_RETURN(JobRecord job, JobFromJson(body));
+    job.spec.id = "job-new";
+    REEL_RETURN_IF_ERROR(scheduler->Validate(job.spec));
+    job.submitted_ms = NowUnixMs();
+    REEL_RETURN_IF_ERROR(store->Add(&job).status());
+    REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, SteadyClock::now()));
+    jobs[job.spec.id] = job;
+    wake.notify_all();
+    return Response::Json(201, JobToJson(job));
+  }
+
+  Result<Response> List(const Request& r) {
+    json out = json::array();
+    const auto state = r.query.find("state");
+    for (const auto& [id, job] : Ordered()) {
+      if (state == r.query.end() || job->state == state->second) out.push_back(JobToJson(*job));
+    }
+    return Response::Json(200, out);
+  }
+
+  std::vector<std::pair<int64_t, const JobRecord*>> Ordered() const {
+    std::vector<std::pair<int64_t, const JobRecord*>> out;
+    for (const auto& [id, job] : jobs) out.emplace_back(std::stoll(id.substr(4)), &job);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  Result<JobRecord*> Find(const Request& r) {
+    const auto it = jobs.find(r.params.at("id"));
+    if (it == jobs.end()) return NotFoundError("no job '" + r.params.at("id") + "' (reel jobs ls)");
+    return &it->second;
+  }
+
+  Result<Response> Cancel(const Request& r) {
+    REEL_ASSIGN_OR_RETURN(JobRecord * job, Find(r));
+    if (job->state != "pending" && job->state != "running") {
+      return FailedPreconditionError("job " + job->spec.id + " is " + job->state);
+    }
+    REEL_ASSIGN_OR_RETURN(std::optional<Decision> stop,
+                          scheduler->Cancel(job->spec.id, SteadyClock::now()));
+    if (stop) {
+      job->stop = "cancel";
+      REEL_RETURN_IF_ERROR(Apply(*stop));
+    } else {
+      job->state = "cancelled";
+      job->reason = "cancelled";
+      job->finished_ms = NowUnixMs();
+      REEL_RETURN_IF_ERROR(Save(*job));
+    }
+    return Response::Json(200, JobToJson(*job));
+  }
+
+  Result<Response> Logs(const Request& r) {
+    REEL_ASSIGN_OR_RETURN(JobRecord * job, Find(r));
+    int worker = 0;
+    if (r.query.count("worker") != 0) worker = std::atoi(r.query.at("worker").c_str());
+    if (worker < 0 || worker >= job->spec.max_workers) {
+      return InvalidArgumentError("job " + job->spec.id + " has no worker " +
+                                  std::to_string(worker));
+    }
+    Result<std::string> text = ReadFileToString(LogPath(job->spec.id, worker), "log");
+    return Response::Text(200, text.ok() ? *text : "");
+  }
+
+  Result<Response> NodesJson() {
+    json out = json::array();
+    for (const Scheduler::NodeView& n : scheduler->Nodes()) {
+      out.push_back({{"name", n.spec.name},
+                     {"cpu", FormatCpu(n.spec.capacity.cpu_millis)},
+                     {"memory", FormatMemory(n.spec.capacity.memory_bytes)},
+                     {"gpu", n.spec.capacity.gpu},
+                     {"free",
+                      {{"cpu", FormatCpu(n.free.cpu_millis)},
+                       {"memory", FormatMemory(n.free.memory_bytes)},
+                       {"gpu", n.free.gpu}}},
+                     {"spot", n.spec.spot},
+                     {"cost_per_hour", n.spec.cost_per_hour},
+                     {"labels", n.spec.labels},
+                     {"reclaimed", n.cordoned}});
+    }
+    return Response::Json(200, out);
+  }
+
+  Result<Response> QueuesJson() {
+    json out = json::array();
+    for (const QueueSpec& q : scheduler->Queues()) {
+      REEL_ASSIGN_OR_RETURN(Resources used, scheduler->QueueUsage(q.name));
+      out.push_back({{"name", q.name},
+                     {"quota", ResourcesText(q.quota)},
+                     {"borrowing_limit", ResourcesText(q.borrowing_limit)},
+                     {"weight", q.weight},
+                     {"used", ResourcesText(used)}});
+    }
+    return Response::Json(200, out);
+  }
+
+  Result<Response> Reclaim(const Request& r, bool reclaim) {
+    const std::string node = r.params.at("name");
+    if (!reclaim) {
+      REEL_RETURN_IF_ERROR(scheduler->Restore(node));
+      return Response::Json(200, {{"node", node}, {"reclaimed", false}});
+    }
+    REEL_ASSIGN_OR_RETURN(std::vector<Decision> decisions,
+                          scheduler->Reclaim(node, SteadyClock::now()));
+    json preempted = json::array();
+    for (const Decision& d : decisions) {
+      REEL_RETURN_IF_ERROR(Apply(d));
+      preempted.push_back(d.job);
+    }
+    return Response::Json(200, {{"node", node}, {"reclaimed", true}, {"preempted", preempted}});
+  }
+
+  // A handler under the mutex, its errors as the API's error answers.
+  http::Handler Locked(std::function<Result<Response>(const Request&)> fn) {
+    return [this, fn = std::move(fn)](const Request& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      Result<Response> response = fn(r);
+      return response.ok() ? *response : Response::Error(response.status());
+    };
+  }
+
+  Result<http::Router> Routes() {
+    http::Router router;
+    REEL_RETURN_IF_ERROR(router.Add("GET", "/healthz", [](const Request&) {
+      return Response::Json(200, {{"ok", true}});
+    }));
+    REEL_RETURN_IF_ERROR(
+        router.Add("POST", "/v1/jobs", Locked([this](const Request& r) { return Submit(r); })));
+    REEL_RETURN_IF_ERROR(
+        router.Add("GET", "/v1/jobs", Locked([this](const Request& r) { return List(r); })));
+    REEL_RETURN_IF_ERROR(
+        router.Add("GET", "/v1/jobs/{id}", Locked([this](const Request& r) -> Result<Response> {
+                     REEL_ASSIGN_OR_RETURN(JobRecord * job, Find(r));
+                     return Response::Json(200, JobToJson(*job));
+                   })));
+    REEL_RETURN_IF_ERROR(router.Add("POST", "/v1/jobs/{id}/cancel",
+                                    Locked([this](const Request& r) { return Cancel(r); })));
+    REEL_RETURN_IF_ERROR(router.Add("GET", "/v1/jobs/{id}/logs",
+                                    Locked([this](const Request& r) { return Logs(r); })));
+    REEL_RETURN_IF_ERROR(
+        router.Add("GET", "/v1/nodes", Locked([this](const Request&) { return NodesJson(); })));
+    REEL_RETURN_IF_ERROR(
+        router.Add("GET", "/v1/queues", Locked([this](const Request&) { return QueuesJson(); })));
+    REEL_RETURN_IF_ERROR(router.Add("POST", "/v1/nodes/{name}/reclaim",
+                                    Locked([this](const Request& r) { return Reclaim(r, true); })));
+    REEL_RETURN_IF_ERROR(
+        router.Add("POST", "/v1/nodes/{name}/restore",
+                   Locked([this](const Request& r) { return Reclaim(r, false); })));
+    return router;
+  }
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->o = options;
+  std::vector<Node> nodes;
+  std::vector<QueueSpec> queues;
+  REEL_RETURN_IF_ERROR(LoadCluster(options.cluster_file, &nodes, &queues));
+  REEL_ASSIGN_OR_RETURN(impl->scheduler, Scheduler::Make(std::move(nodes), std::move(queues)));
+  REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));
+  REEL_RETURN_IF_ERROR(impl->Adopt());
+  REEL_ASSIGN_OR_RETURN(http::Router router, impl->Routes());
+  http::ServerOptions server;
+  server.host = options.host;
+  server.port = options.port;
+  REEL_ASSIGN_OR_RETURN(impl->server, http::Server::Start(server, std::move(router)));
+  Impl* raw = impl.get();
+  impl->loop = std::thread([raw] { raw->Loop(); });
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+std::string Daemon::url() const { return impl_->server ? impl_->server->url() : ""; }
+
+void Daemon::Shutdown() {
+  if (!impl_ || !impl_->server) return;
+  impl_->server->Shutdown();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  if (impl_->loop.joinable()) impl_->loop.join();
+  impl_->server.reset();
+}
+
+}  // namespace reel::sched

@@ -1,0 +1,183 @@
+#include "sched/shim.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "base/files.h"
+#include "base/json.h"
+#include "base/quantity.h"
+#include "base/stop_request.h"
+#include "base/subprocess.h"
+#include "base/unique_fd.h"
+
+namespace reel::sched {
+namespace {
+
+using nlohmann::json;
+
+struct Worker {
+  pid_t pid = -1;
+  bool running = false;
+  int exit_code = 0;
+  int signal = 0;
+};
+
+// Every process of this session but the shim: the workers and whatever they started.
+std::vector<pid_t> SessionProcesses() {
+  std::vector<pid_t> pids;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (pid <= 0 || pid == self) continue;
+    if (getsid(pid) == self) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+void SignalSession(int sig) {
+  for (pid_t pid : SessionProcesses()) kill(pid, sig);
+}
+
+Status StartWorkers(const json& launch, std::vector<Worker>* workers) {
+  const std::string workdir = launch.value("workdir", "");
+  for (const json& w : launch.at("workers")) {
+    const std::string log = w.at("log").get<std::string>();
+    UniqueFd fd(open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!fd.valid()) return NotFoundError("worker log " + log + ": " + std::strerror(errno));
+    SpawnOptions options;
+    options.stdout_fd = fd.get();
+    options.stderr_fd = fd.get();
+    options.workdir = workdir;
+    REEL_ASSIGN_OR_RETURN(const pid_t pid,
+                          SpawnProcess(w.at("argv").get<std::vector<std::string>>(),
+                                       w.at("env").get<std::vector<std::string>>(), options));
+    workers->push_back(Worker{pid, true, 0, 0});
+  }
+  return Status::Ok();
+}
+
+// Reaps exited workers; returns whether one failed (not 0, not preempted).
+bool Reap(std::vector<Worker>& workers) {
+  bool failed = false;
+  int status = 0;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (Worker& w : workers) {
+      if (w.pid != pid) continue;
+      w.running = false;
+      if (WIFSIGNALED(status)) {
+        w.exit_code = -1;
+        w.signal = WTERMSIG(status);
+      } else {
+        w.exit_code = WEXITSTATUS(status);
+      }
+      failed |= w.exit_code != 0 && w.exit_code != kExitPreempted;
+    }
+  }
+  return failed;
+}
+
+json Outcome(const std::vector<Worker>& workers, const std::string& memory_reason) {
+  json out = {{"exit_code", 0}, {"signal", 0}, {"reason", ""}, {"workers", json::array()}};
+  bool all_preempted = !workers.empty();
+  for (const Worker& w : workers) {
+    out["workers"].push_back({{"exit_code", w.exit_code}, {"signal", w.signal}});
+    all_preempted &= w.exit_code == kExitPreempted;
+    if ((w.exit_code != 0 && w.exit_code != kExitPreempted) && out["exit_code"] == 0) {
+      out["exit_code"] = w.exit_code;
+      out["signal"] = w.signal;
+    }
+  }
+  if (all_preempted) out["exit_code"] = kExitPreempted;
+  if (!memory_reason.empty()) {
+    out["exit_code"] = -1;
+    out["signal"] = SIGKILL;
+    out["reason"] = memory_reason;
+  }
+  return out;
+}
+
+void IgnoreTerm(int) {}
+
+}  // namespace
+
+int RunShim(const std::string& dir) {
+  // SIGTERM to the session is for the workers; the shim waits to record how they end. (A
+  // handler, not SIG_IGN: ignored signals would stay ignored in the workers across exec.)
+  struct sigaction action {};
+  action.sa_handler = IgnoreTerm;
+  sigaction(SIGTERM, &action, nullptr);
+  Result<std::string> text = ReadFileToString(dir + "/launch.json", "job launch file");
+  if (!text.ok()) {
+    std::fprintf(stderr, "reel job shim: %s\n", text.status().ToString().c_str());
+    return 1;
+  }
+  Result<json> launch = ParseJson(*text, dir + "/launch.json");
+  std::vector<Worker> workers;
+  Status started = launch.status();
+  int64_t memory = 0;
+  int poll_ms = 100;
+  if (launch.ok()) {
+    try {  // nlohmann's exceptions stop here: a malformed launch file fails the job
+      memory = launch->value("memory_bytes", int64_t{0});
+      poll_ms = launch->value("poll_ms", 100);
+      started = StartWorkers(*launch, &workers);
+    } catch (const json::exception& e) {
+      started = InvalidArgumentError(dir + "/launch.json: " + e.what());
+    }
+  }
+  std::string memory_reason;
+  bool stopping = !started.ok();
+  if (!started.ok()) SignalSession(SIGKILL);
+  while (std::any_of(workers.begin(), workers.end(), [](const Worker& w) { return w.running; })) {
+    if (Reap(workers) && !stopping) {
+      SignalSession(SIGTERM);  // a gang lives and dies together
+      stopping = true;
+    }
+    if (memory > 0 && memory_reason.empty()) {
+      int64_t rss = 0;
+      for (pid_t pid : SessionProcesses()) rss += ResidentBytes(pid);
+      if (rss > memory) {
+        memory_reason = "over its memory: " + FormatMemory(rss / (1 << 20) * (1 << 20)) +
+                        " resident, " + FormatMemory(memory) + " requested";
+        SignalSession(SIGKILL);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+  json outcome = Outcome(workers, memory_reason);
+  if (!started.ok()) {
+    outcome["exit_code"] = 127;
+    outcome["reason"] = std::string(started.message());
+  }
+  const Status written = WriteFileAtomically(dir + "/exit.json", outcome.dump());
+  if (!written.ok()) {
+    std::fprintf(stderr, "reel job shim: %s\n", written.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace reel::sched
