@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts and stops a real Slurm cluster on this one host: a private munged, slurmctld and two
-# slurmd "nodes" n1 and n2 (both 127.0.0.1, each on its own port), entirely inside a private
-# directory, for Reel's tests. Ready in about a second.
+# slurmd "nodes" n1 and n2 (both 127.0.0.1, each on its own port; SLURM_NODE_COUNT=4 for n1-n4),
+# entirely inside a private directory, for Reel's tests. Ready in about a second.
 #
 #   scripts/slurm-cluster.sh start DIR   create DIR (absent or empty), write a munge key and
 #                                        DIR/slurm.conf on free loopback ports, start munged,
@@ -21,6 +21,8 @@
 # Environment:
 #   SLURM_START_TIMEOUT   seconds `start` may take in all (default 30)
 #   SLURM_STOP_TIMEOUT    seconds a daemon gets after SIGTERM before SIGKILL (default 10)
+#   SLURM_NODE_COUNT      nodes for `start` (default 2; 1-8); stop and status read what start
+#                         recorded in DIR
 #
 # Needs root (the daemons run jobs as the submitting user) and the Debian packages slurmctld
 # slurmd slurm-client munge, plus python3 (to pick free ports). Writes nothing outside DIR and
@@ -31,8 +33,18 @@ set -euo pipefail
 umask 022
 
 PROG=slurm-cluster
-NODES=(n1 n2)
+NODES=()
 MARKER=.reel-slurm-cluster
+
+# The node names: from DIR/node-count once a cluster was started there, else SLURM_NODE_COUNT.
+set_nodes() {
+  local count=${SLURM_NODE_COUNT:-2}
+  [ -f "$D/node-count" ] && count=$(cat "$D/node-count")
+  case $count in [1-8]) ;; *) die "SLURM_NODE_COUNT must be 1-8, got '$count'" ;; esac
+  NODES=()
+  local i
+  for i in $(seq 1 "$count"); do NODES+=("n$i"); done
+}
 
 # shellcheck disable=SC2034 # read by usage (cluster_lib.sh)
 USAGE_END='^#   scripts\/slurm-cluster.sh status'
@@ -50,6 +62,7 @@ set_paths() { # DIR must exist
   MUNGE_SOCK=$RUN/munge.socket
   MUNGE_PID=$RUN/munged.pid
   CTLD_PID=$RUN/slurmctld.pid
+  set_nodes
 }
 
 slurmd_pid_file() { echo "$RUN/slurmd.$1.pid"; }
@@ -269,6 +282,7 @@ cmd_start() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   touch "$D/$MARKER"
+  echo "${#NODES[@]}" >"$D/node-count"
   mkdir -p "$RUN" "$LOGS" "$D/munge" "$D/ctld"
   local n
   for n in "${NODES[@]}"; do mkdir -p "$D/spool/$n"; done
@@ -313,13 +327,13 @@ cmd_start() {
     ((idle >= ${#NODES[@]})) && break
     if ((SECONDS >= deadline)); then
       SLURM_CONF=$CONF timeout 5 sinfo -N >&2 2>&1 || true
-      show_log slurmctld.log "slurmd.n1.log" "slurmd.n2.log"
+      show_log slurmctld.log "slurmd.n1.log" "slurmd.n${#NODES[@]}.log"
       die "only $idle of ${#NODES[@]} nodes idle after ${timeout}s"
     fi
     ctld_alive || { show_log slurmctld.out slurmctld.log; die "slurmctld exited during startup"; }
     sleep 0.05
   done
-  all_running || { show_log slurmctld.log "slurmd.n1.log" "slurmd.n2.log"; die "a daemon exited during startup"; }
+  all_running || { show_log slurmctld.log "slurmd.n1.log" "slurmd.n${#NODES[@]}.log"; die "a daemon exited during startup"; }
 
   START_OK=1
   trap - EXIT INT TERM

@@ -46,7 +46,7 @@ check "bad log level refused" test "$code" -ne 0
 
 # --help lists exactly the commands that exist (README and docs promise no others).
 listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
-check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features" \
-  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features "
+check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes" \
+  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes "
 
 finish

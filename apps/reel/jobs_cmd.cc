@@ -25,6 +25,7 @@
 #include "apps/reel/stop_signals.h"
 #include "base/files.h"
 #include "base/quantity.h"
+#include "base/strings.h"
 #include "base/subprocess.h"
 #include "http/client.h"
 #include "sched/daemon.h"

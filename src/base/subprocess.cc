@@ -1,10 +1,13 @@
 #include "base/subprocess.h"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -46,6 +49,53 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
   // this returns reaches the child).
   if (options.new_process_group && options.die_with_parent) setpgid(pid, pid);
   return pid;
+}
+
+Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env) {
+  if (argv.empty()) return InvalidArgumentError("RunCommand: no program");
+  std::vector<std::string> resolved = argv;
+  if (argv[0].find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      const size_t colon = dirs.find(':', start);
+      const std::string dir =
+          dirs.substr(start, colon == std::string::npos ? colon : colon - start);
+      const std::string candidate = (dir.empty() ? "." : dir) + "/" + argv[0];
+      if (access(candidate.c_str(), X_OK) == 0) {
+        resolved[0] = candidate;
+        break;
+      }
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return InternalError(std::string("pipe: ") + std::strerror(errno));
+  SpawnOptions options;
+  options.stdout_fd = fds[1];
+  options.stderr_fd = fds[1];
+  Result<pid_t> pid = SpawnProcess(resolved, env, options);
+  close(fds[1]);
+  if (!pid.ok()) {
+    close(fds[0]);
+    return pid.status();
+  }
+  CommandOutput out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.output.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides) {

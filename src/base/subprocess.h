@@ -29,6 +29,16 @@ struct SpawnOptions {
 Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& env, const SpawnOptions& options = {});
 
+struct CommandOutput {
+  int exit_code = 0;   // -1 when a signal ended it
+  std::string output;  // standard output and error together
+};
+
+// Runs argv[0] (a path, or a name looked up on PATH) to its end and returns its exit code and
+// output (a command-line tool: sbatch, squeue). Errors: Internal when it cannot be started.
+Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env);
+
 // This process's environment as "NAME=value" strings, with `overrides` replacing or adding.
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides = {});
 

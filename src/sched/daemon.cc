@@ -23,6 +23,7 @@
 #include "base/stop_request.h"
 #include "base/subprocess.h"
 #include "http/server.h"
+#include "sched/job_runner.h"
 #include "sched/jobs.h"
 #include "sched/runner.h"
 #include "sched/runner_internal.h"
@@ -109,41 +110,43 @@ Status LoadQueues(const ConfigNode& root, std::vector<QueueSpec>* queues) {
   return Status::Ok();
 }
 
-Status LoadCluster(const std::string& file, std::vector<Node>* nodes,
-                   std::vector<QueueSpec>* queues) {
+struct Cluster {
+  std::vector<Node> nodes;
+  std::vector<QueueSpec> queues;
+  std::string executor = "local";  // or "slurm"
+  std::string partition;           // slurm: "" = the default partition
+};
+
+Status LoadExecutor(const ConfigNode& root, Cluster* c) {
+  if (!root.Has("executor")) return Status::Ok();
+  REEL_ASSIGN_OR_RETURN(ConfigNode e, root.Child("executor"));
+  REEL_RETURN_IF_ERROR(e.CheckKeys({"kind", "partition"}));
+  REEL_ASSIGN_OR_RETURN(c->executor, e.GetString("kind", "local"));
+  REEL_ASSIGN_OR_RETURN(c->partition, e.GetString("partition", ""));
+  if (c->executor != "local" && c->executor != "slurm") {
+    return e.Error("executor kind must be local or slurm, got '" + c->executor + "'");
+  }
+  return Status::Ok();
+}
+
+Result<Cluster> LoadCluster(const std::string& file) {
+  Cluster c;
   if (file.empty()) {
-    Node local{"local", MachineCapacity(), {}, false, 0};
-    nodes->push_back(std::move(local));
-    return Status::Ok();
+    c.nodes.push_back(Node{"local", MachineCapacity(), {}, false, 0});
+    return c;
   }
   REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadFile(file));
-  REEL_RETURN_IF_ERROR(root.CheckKeys({"nodes", "queues"}));
-  REEL_RETURN_IF_ERROR(LoadNodes(root, nodes));
-  return LoadQueues(root, queues);
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  REEL_RETURN_IF_ERROR(root.CheckKeys({"nodes", "queues", "executor"}));
+  REEL_RETURN_IF_ERROR(LoadExecutor(root, &c));
+  if (root.Has("nodes")) {
+    REEL_RETURN_IF_ERROR(LoadNodes(root, &c.nodes));
+  } else if (c.executor == "slurm") {
+    REEL_ASSIGN_OR_RETURN(c.nodes, internal::SlurmNodes(c.partition));  // as Slurm has them
+  } else {
+    return root.Error("a local cluster lists its nodes");
   }
-  if (fd >= 0) close(fd);
-  return port;
-}
-
-bool Alive(int64_t pid) {
-  if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  return paren == std::string::npos || line.substr(paren + 2, 1) != "Z";
+  REEL_RETURN_IF_ERROR(LoadQueues(root, &c.queues));
+  return c;
 }
 
 }  // namespace
@@ -152,6 +155,7 @@ struct Daemon::Impl {
   DaemonOptions o;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<internal::JobRunner> runner;
   std::map<std::string, JobRecord> jobs;
   std::map<std::string, SteadyClock::time_point> kill_at;  // stopping jobs' SIGKILL times
   std::mutex mu;
@@ -184,7 +188,7 @@ struct Daemon::Impl {
         Status adopted = scheduler->Adopt(job.spec, job.nodes, started);
         if (!adopted.ok()) {
           Logger("sched")->warn("job {} cannot be adopted ({}); killing it", id, adopted.message());
-          if (job.shim_pid > 0) kill(-static_cast<pid_t>(job.shim_pid), SIGKILL);
+          runner->Signal(job, SIGKILL);
           job.state = "failed";
           job.reason = std::string(adopted.message());
           REEL_RETURN_IF_ERROR(store->Update(job));
@@ -237,19 +241,10 @@ struct Daemon::Impl {
     }
     for (const std::string& id : running) {
       JobRecord& job = jobs[id];
-      const std::string exit_file = JobDir(id) + "/exit.json";
-      if (fs::exists(exit_file)) {
-        Result<std::string> text = ReadFileToString(exit_file, "job exit file");
-        Result<json> exit = text.ok() ? ParseJson(*text, exit_file) : Result<json>(text.status());
-        json e = exit.ok()
-                     ? *exit
-                     : json{{"exit_code", -1}, {"signal", 0}, {"reason", "unreadable exit file"}};
-        REEL_RETURN_IF_ERROR(OnExit(job, e.value("exit_code", -1), e.value("signal", 0),
-                                    e.value("reason", std::string())));
-      } else if (!Alive(job.shim_pid)) {
-        REEL_RETURN_IF_ERROR(OnExit(job, -1, SIGKILL, "its supervisor ended without a report"));
+      if (std::optional<internal::JobEnd> end = runner->Poll(job, JobDir(id))) {
+        REEL_RETURN_IF_ERROR(OnExit(job, end->exit_code, end->signal, end->reason));
       } else if (kill_at.count(id) != 0 && SteadyClock::now() >= kill_at[id]) {
-        kill(-static_cast<pid_t>(job.shim_pid), SIGKILL);
+        runner->Signal(job, SIGKILL);
         kill_at.erase(id);
       }
     }
@@ -311,7 +306,7 @@ struct Daemon::Impl {
       case Decision::Kind::kPreempt:
       case Decision::Kind::kResize:
       case Decision::Kind::kStop: {
-        if (job.shim_pid > 0) kill(-static_cast<pid_t>(job.shim_pid), SIGTERM);
+        runner->Signal(job, SIGTERM);
         kill_at[d.job] = SteadyClock::now() + o.grace;
         job.state = "stopping";
         if (job.stop != "cancel") {
@@ -326,65 +321,32 @@ struct Daemon::Impl {
     return Status::Ok();
   }
 
-  Result<json> LaunchFile(const JobRecord& job, const std::vector<std::string>& nodes) {
-    json launch = {{"workdir", job.workdir}, {"poll_ms", 100}, {"workers", json::array()}};
-    launch["memory_bytes"] = job.spec.per_worker.memory_bytes * static_cast<int64_t>(nodes.size());
-    std::vector<std::string> argv = job.command;
-    REEL_ASSIGN_OR_RETURN(argv[0], internal::ResolveProgram(argv[0], o.reel_binary));
-    const int port = FreePort();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      std::vector<std::string> env = {
-          "RANK=" + std::to_string(i),       "WORLD_SIZE=" + std::to_string(nodes.size()),
-          "LOCAL_RANK=" + std::to_string(i), "LOCAL_WORLD_SIZE=" + std::to_string(nodes.size()),
-          "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + std::to_string(port),
-          "REEL_JOB_ID=" + job.spec.id,      "REEL_NODE=" + nodes[i]};
-      for (const auto& [k, v] : job.env) env.push_back(k + "=" + v);
-      launch["workers"].push_back({{"argv", argv},
-                                   {"env", CurrentEnvironment(env)},
-                                   {"log", LogPath(job.spec.id, static_cast<int>(i))}});
-    }
-    return launch;
-  }
-
   Status Launch(JobRecord& job, const std::vector<std::string>& nodes) {
     const std::string dir = JobDir(job.spec.id);
     std::error_code error;
     fs::create_directories(dir, error);
-    fs::remove(dir + "/exit.json", error);
     ++job.attempts;
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::ofstream(LogPath(job.spec.id, static_cast<int>(i)), std::ios::app)
           << "=== reel scheduler: " << job.spec.id << " attempt " << job.attempts << " on "
           << nodes[i] << " ===\n";
     }
-    Result<json> launch = LaunchFile(job, nodes);
-    Status written =
-        launch.ok() ? WriteFileAtomically(dir + "/launch.json", launch->dump()) : launch.status();
-    SpawnOptions options;
-    options.die_with_parent = false;  // it outlives a daemon killed with -9
-    Result<pid_t> shim = written.ok() ? SpawnProcess({ShimBinary(), "jobs", "shim", dir},
-                                                     CurrentEnvironment(), options)
-                                      : Result<pid_t>(written);
+    Result<int64_t> handle = runner->Start(job, nodes, dir);
     job.nodes = nodes;
     job.started_ms = NowUnixMs();
     job.stop.clear();
-    if (!shim.ok()) {
+    if (!handle.ok()) {
       // Never started: its room is given back and it ends failed with the reason.
       REEL_RETURN_IF_ERROR(scheduler->Finished(job.spec.id, SteadyClock::now()));
       job.state = "failed";
-      job.reason = std::string(shim.status().message());
+      job.reason = std::string(handle.status().message());
       job.nodes.clear();
       return Save(job);
     }
-    job.shim_pid = *shim;
+    job.shim_pid = *handle;
     job.state = "running";
     job.reason.clear();
     return Save(job);
-  }
-
-  std::string ShimBinary() const {
-    Result<std::string> reel = internal::ResolveProgram("reel", o.reel_binary);
-    return reel.ok() ? *reel : "reel";
   }
 
   // --- the API ---
@@ -550,10 +512,12 @@ Daemon::~Daemon() { Shutdown(); }
 Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
-  std::vector<Node> nodes;
-  std::vector<QueueSpec> queues;
-  REEL_RETURN_IF_ERROR(LoadCluster(options.cluster_file, &nodes, &queues));
-  REEL_ASSIGN_OR_RETURN(impl->scheduler, Scheduler::Make(std::move(nodes), std::move(queues)));
+  REEL_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(options.cluster_file));
+  REEL_ASSIGN_OR_RETURN(impl->scheduler,
+                        Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
+  impl->runner = cluster.executor == "slurm"
+                     ? internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition)
+                     : internal::MakeLocalJobRunner(options.reel_binary);
   REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));
   REEL_RETURN_IF_ERROR(impl->Adopt());
   REEL_ASSIGN_OR_RETURN(http::Router router, impl->Routes());

@@ -1,0 +1,46 @@
+// How the daemon's jobs run, one file per engine (local_job_runner.cc: a supervisor per job on
+// this machine; slurm_job_runner.cc: a Slurm batch job per job). The scheduler core decides who
+// runs where; a runner only starts, signals and watches.
+// Thread-safety: used under the daemon's mutex.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sched/jobs.h"
+#include "sched/scheduler.h"
+
+namespace reel::sched::internal {
+
+struct JobEnd {
+  int exit_code = 0;  // -1 when a signal ended it
+  int signal = 0;
+  std::string reason;  // what the engine says beyond the code ("over its memory: ...")
+};
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Starts `job`'s workers on `nodes` (one per worker) and returns the handle to record in
+  // job.shim_pid: the supervisor's pid, or the Slurm job id. Worker i writes `dir`/worker-i.log.
+  virtual Result<int64_t> Start(const JobRecord& job, const std::vector<std::string>& nodes,
+                                const std::string& dir) = 0;
+  // SIGTERM (let it stop at a checkpoint) or SIGKILL, to every process of the job.
+  virtual void Signal(const JobRecord& job, int signal) = 0;
+  // Its end, or nullopt while it runs (a job whose engine lost it has ended too).
+  virtual std::optional<JobEnd> Poll(const JobRecord& job, const std::string& dir) = 0;
+};
+
+// `reel_binary` runs the supervisors; `grace` is unused here (the daemon times SIGKILL).
+std::unique_ptr<JobRunner> MakeLocalJobRunner(std::string reel_binary);
+// Batch jobs on the Slurm cluster SLURM_CONF names (sbatch, squeue, scontrol, scancel).
+std::unique_ptr<JobRunner> MakeSlurmJobRunner(std::string reel_binary, std::string partition);
+
+// The nodes Slurm reports (sinfo): names, CPUs, memory, GPUs (gres gpu:N). Errors: Unavailable
+// when sinfo fails.
+Result<std::vector<Node>> SlurmNodes(const std::string& partition);
+
+}  // namespace reel::sched::internal
