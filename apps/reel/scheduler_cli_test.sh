@@ -49,11 +49,14 @@ check "each worker knows its rank and node" bash -c "grep -q '^0/2 a 127.0.0.1$'
 rm -f rank0 rank1
 
 echo "2. all or nothing: a gang waits until both of its workers fit"
-blocker=$("$REEL" jobs submit --cpu 2 -- sleep 2)
+blocker=$("$REEL" jobs submit --cpu 2 -- sleep 300)
 wait_state "$blocker" running
 gang=$("$REEL" jobs submit --workers 2 --cpu 2 -- true)
-check "the gang waits while only one on-demand node is free" bash -c "sleep 0.5; [ \"\$(state $gang)\" = pending ]"
+# The reason is written by the scheduler's next tick: wait for it, then the gang must still wait.
+for _ in $(seq 100); do [ "$(field "$gang" reason)" = "waiting for resources" ] && break; sleep 0.1; done
+check "the gang waits while only one on-demand node is free" bash -c "[ \"\$(state $gang)\" = pending ]"
 check "and its reason says why" bash -c "[ \"\$(field $gang reason)\" = 'waiting for resources' ]"
+"$REEL" jobs cancel "$blocker" > /dev/null
 check "it runs once the blocker ends" "$REEL" jobs wait "$gang" --timeout 60s
 
 echo "3. a bad job is refused"
@@ -86,7 +89,7 @@ check "a pending job is cancelled" bash -c "'$REEL' jobs cancel $queued | grep -
 check "a running job is stopped" bash -c "'$REEL' jobs cancel $long > /dev/null && '$REEL' jobs wait $long --timeout 30s | grep -q 'cancelled'"
 
 echo "7. a spot node's reclaim requeues its job elsewhere"
-spot=$("$REEL" jobs submit --spot --cpu 2 -- sh -c 'trap "exit 75" TERM; echo "on $REEL_NODE" >> spot.log; sleep 3')
+spot=$("$REEL" jobs submit --spot --cpu 2 -- sh -c 'trap "exit 75" TERM; echo "on $REEL_NODE" >> spot.log; [ -f spot.ran ] && exit 0; touch spot.ran; sleep 60 & wait')
 wait_state "$spot" running
 check "a spot job goes to the spot node first" bash -c "[ \"\$(\"$REEL\" jobs status $spot --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"nodes\"][0])')\" = s ]"
 check "reclaiming the node preempts it" bash -c "'$REEL' nodes reclaim s | grep -q 'preempted: \[\"$spot\"\]'"
@@ -104,7 +107,7 @@ survivor=$("$REEL" jobs submit -- sh -c 'echo started >> survivor.log; sleep 2; 
 wait_state "$survivor" running
 kill -9 "$daemon"
 wait "$daemon" 2>/dev/null
-sleep 3
+for _ in $(seq 300); do grep -q done survivor.log 2>/dev/null && break; sleep 0.1; done
 check "the job ran to its end without the scheduler" grep -q done survivor.log
 check "a new scheduler starts" start_daemon
 check "it finds the job succeeded" "$REEL" jobs wait "$survivor" --timeout 30s
