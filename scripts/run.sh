@@ -32,4 +32,7 @@ REEL=./build-release/apps/reel/reel
 DATA=${REEL_DATA:-./reel-data}
 $REEL pipeline --state "$DATA/pipelines" run examples/pipelines/main.yaml \
   --input "data=$DATA" --input "nproc=${REEL_NPROC:-2}"
+# The validation report (per class, confusion matrix) and the served answers, from the steps' logs.
+$REEL pipeline --state "$DATA/pipelines" logs latest eval | grep -v -e '^{"ts"' -e '^===' || true
+$REEL pipeline --state "$DATA/pipelines" logs latest serve_check | grep -v '^===' || true
 echo "model: models:/synthetic@production (REEL_REGISTRY_URI=$DATA/registry reel models show models:/synthetic@production)"

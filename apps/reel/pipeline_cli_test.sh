@@ -80,6 +80,8 @@ grep -Eq "^write +cached .*reused from demo-1; text=$T/state/artifacts/demo-1/wr
 expect_rc 0 "$REEL" pipeline logs demo-1 shout
 grep -q "not allowed" out.txt || fail "logs"
 grep -q "attempt 1 ===" out.txt || fail "attempt header"
+expect_rc 0 "$REEL" pipeline logs latest write
+grep -q "attempt 1 ===" out.txt || fail "logs of the latest run's cached task show the run it reused"
 expect_rc 2 "$REEL" pipeline logs demo-1 nope
 grep -q "run demo-1 has no task 'nope'" err.txt || fail "logs of an unknown task"
 expect_rc 2 "$REEL" pipeline status demo-9

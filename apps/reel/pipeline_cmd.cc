@@ -4,7 +4,8 @@
 //   reel pipeline retry RUN        what failed or never ran, and what depends on it
 //   reel pipeline ls               runs, newest first
 //   reel pipeline status RUN       its tasks
-//   reel pipeline logs RUN [TASK]  their output
+//   reel pipeline logs RUN [TASK]  their output (RUN may be "latest"; a cached task shows the
+//                                  log of the run it reused)
 //
 // The state folder (--state, REEL_PIPELINE_STATE, default ./reel-data/pipelines) keeps runs,
 // logs and outputs. `run` and `retry` print each task's changes as they happen and exit 0 when
@@ -307,24 +308,37 @@ int RunStatus(const Flags& f) {
   return 0;
 }
 
+// RUN, or the newest run for "latest".
+Result<std::string> RunId(sched::RunStore& store, const std::string& run) {
+  if (run != "latest") return run;
+  REEL_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, store.ListRuns(1));
+  if (runs.empty()) return NotFoundError("no pipeline runs yet in " + store.state_dir());
+  return runs[0].id;
+}
+
 int RunLogs(const Flags& f) {
   Result<std::unique_ptr<sched::RunStore>> store = OpenStore(f);
   if (!store.ok()) return Fail(kPipeline, store.status());
-  Result<std::vector<TaskRecord>> tasks = (*store)->GetTasks(f.run);
+  Result<std::string> run = RunId(**store, f.run);
+  if (!run.ok()) return Fail(kPipeline, run.status());
+  Result<std::vector<TaskRecord>> tasks = (*store)->GetTasks(*run);
   if (!tasks.ok()) return Fail(kPipeline, tasks.status());
   if (tasks->empty()) {
-    return Fail(kPipeline, NotFoundError("no pipeline run '" + f.run + "' (reel pipeline ls)"));
+    return Fail(kPipeline, NotFoundError("no pipeline run '" + *run + "' (reel pipeline ls)"));
   }
   bool found = false;
   for (const TaskRecord& t : *tasks) {
     if (!f.task.empty() && t.name != f.task) continue;
     found = true;
-    if (f.task.empty()) std::printf("==> %s (%s) <==\n", t.name.c_str(), t.log.c_str());
-    std::ifstream in(t.log, std::ios::binary);
+    // A cached task did not run in this run: its output is the log of the run it reused.
+    const std::string log =
+        t.state == TaskState::kCached ? (*store)->LogPath(t.cached_from, t.name) : t.log;
+    if (f.task.empty()) std::printf("==> %s (%s) <==\n", t.name.c_str(), log.c_str());
+    std::ifstream in(log, std::ios::binary);
     if (in) std::fputs(std::string(std::istreambuf_iterator<char>(in), {}).c_str(), stdout);
   }
   if (!found) {
-    return Fail(kPipeline, NotFoundError("run " + f.run + " has no task '" + f.task + "'"));
+    return Fail(kPipeline, NotFoundError("run " + *run + " has no task '" + f.task + "'"));
   }
   return 0;
 }
@@ -363,7 +377,7 @@ void RegisterPipeline(CLI::App& app, int* exit_code) {
   status->add_option("run", f.run, "the run's id")->required();
   status->callback([exit_code] { *exit_code = RunStatus(f); });
   CLI::App* logs = pipeline->add_subcommand("logs", "a run's output, or one task's");
-  logs->add_option("run", f.run, "the run's id")->required();
+  logs->add_option("run", f.run, "the run's id, or latest")->required();
   logs->add_option("task", f.task, "only this task");
   logs->callback([exit_code] { *exit_code = RunLogs(f); });
 }
