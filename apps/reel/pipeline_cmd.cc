@@ -1,6 +1,7 @@
 // reel pipeline run|retry|ls|status|logs — pipelines of tasks as DAGs on this machine.
 //
 //   reel pipeline run FILE [--input NAME=VALUE]... [--no-cache] [--cpus N] [--memory Q]
+//                          [--scheduler auto|URL]   (tasks as the scheduler's jobs)
 //   reel pipeline retry RUN        what failed or never ran, and what depends on it
 //   reel pipeline ls               runs, newest first
 //   reel pipeline status RUN       its tasks
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,6 +26,7 @@
 
 #include "apps/reel/commands.h"
 #include "apps/reel/models_print.h"
+#include "apps/reel/scheduler_client.h"
 #include "base/quantity.h"
 #include "sched/runner.h"
 
@@ -43,6 +46,8 @@ struct Flags {
   bool no_cache = false, json = false;
   double cpus = 0;
   std::string memory;
+  std::string scheduler;  // "": this machine; "auto": the state folder's daemon; else its URL
+  std::string scheduler_state = "./reel-data/scheduler";
   size_t limit = 20;
 };
 
@@ -83,12 +88,24 @@ Result<std::map<std::string, std::string>> ParseInputs(const std::vector<std::st
 }
 
 Result<sched::Resources> Capacity(const Flags& f) {
+  // On the scheduler the tasks wait in its queues: the runner starts every ready one.
+  if (!f.scheduler.empty()) return sched::Resources{int64_t{1} << 50, int64_t{1} << 62, 1 << 20};
   sched::Resources capacity = sched::MachineCapacity();
   if (f.cpus > 0) capacity.cpu_millis = static_cast<int64_t>(f.cpus * 1000);
   if (!f.memory.empty()) {
     REEL_ASSIGN_OR_RETURN(capacity.memory_bytes, ParseMemoryBytes(f.memory));
   }
   return capacity;
+}
+
+// This machine's processes, or the scheduler's jobs (--scheduler).
+Result<std::unique_ptr<sched::Executor>> MakeExecutor(const Flags& f) {
+  if (f.scheduler.empty()) return sched::MakeLocalExecutor();
+  const char* state = std::getenv("REEL_SCHEDULER_STATE");
+  REEL_ASSIGN_OR_RETURN(std::string url,
+                        SchedulerUrl(f.scheduler == "auto" ? "" : f.scheduler,
+                                     state != nullptr ? state : f.scheduler_state));
+  return sched::MakeSchedulerExecutor(url);
 }
 
 // One line per change of a task, as it happens.
@@ -197,13 +214,16 @@ int RunRun(const Flags& f) {
   if (!capacity.ok()) return Fail(kPipeline, capacity.status());
   Result<std::unique_ptr<sched::RunStore>> store = OpenStore(f);
   if (!store.ok()) return Fail(kPipeline, store.status());
-  std::printf("pipeline %s: %zu tasks, up to %s at once; state in %s\n", pipeline->name.c_str(),
-              pipeline->tasks.size(), sched::ResourcesText(*capacity).c_str(),
-              (*store)->state_dir().c_str());
+  Result<std::unique_ptr<sched::Executor>> executor = MakeExecutor(f);
+  if (!executor.ok()) return Fail(kPipeline, executor.status());
+  const std::string where = f.scheduler.empty()
+                                ? "up to " + sched::ResourcesText(*capacity) + " at once"
+                                : "as jobs of the scheduler";
+  std::printf("pipeline %s: %zu tasks, %s; state in %s\n", pipeline->name.c_str(),
+              pipeline->tasks.size(), where.c_str(), (*store)->state_dir().c_str());
   Progress progress(*pipeline);
-  std::unique_ptr<sched::Executor> executor = sched::MakeLocalExecutor();
   Result<RunRecord> run =
-      sched::RunPipeline(*pipeline, **store, *executor, RunnerOptionsFor(f, &progress, *capacity));
+      sched::RunPipeline(*pipeline, **store, **executor, RunnerOptionsFor(f, &progress, *capacity));
   if (!run.ok()) return Fail(kPipeline, run.status());
   return Report(**store, *run);
 }
@@ -220,9 +240,10 @@ int RunRetry(const Flags& f) {
   if (!pipeline.ok()) return Fail(kPipeline, pipeline.status());
   std::printf("retrying run %s of pipeline %s\n", f.run.c_str(), pipeline->name.c_str());
   Progress progress(*pipeline);
-  std::unique_ptr<sched::Executor> executor = sched::MakeLocalExecutor();
+  Result<std::unique_ptr<sched::Executor>> executor = MakeExecutor(f);
+  if (!executor.ok()) return Fail(kPipeline, executor.status());
   Result<RunRecord> run =
-      sched::RetryRun(f.run, **store, *executor, RunnerOptionsFor(f, &progress, *capacity));
+      sched::RetryRun(f.run, **store, **executor, RunnerOptionsFor(f, &progress, *capacity));
   if (!run.ok()) return Fail(kPipeline, run.status());
   return Report(**store, *run);
 }
@@ -348,6 +369,9 @@ void AddRunFlags(CLI::App* cmd, Flags* f) {
   cmd->add_option("--cpus", f->cpus, "CPUs the tasks may use at once (default: all cores)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--memory", f->memory, "memory the tasks may use at once (default: all)");
+  cmd->add_option("--scheduler", f->scheduler,
+                  "run the tasks as jobs of the scheduler: its URL, or auto (the daemon of "
+                  "REEL_SCHEDULER_STATE, started if needed)");
 }
 
 }  // namespace pipeline_cmd

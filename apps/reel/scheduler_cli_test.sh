@@ -113,7 +113,23 @@ check "a new scheduler starts" start_daemon
 check "it finds the job succeeded" "$REEL" jobs wait "$survivor" --timeout 30s
 check "and started it once ($(grep -c started survivor.log) starts, $(field $survivor attempts) attempts)" bash -c "[ \$(grep -c started survivor.log) = 1 ] && [ \"\$(field $survivor attempts)\" = 1 ]"
 
-echo "9. preemption of a real training job: checkpoint, requeue, resume, the same losses"
+echo "9. a pipeline whose tasks are the scheduler's jobs"
+cat > p.yaml <<'EOF'
+name: onsched
+tasks:
+  - name: make
+    command: [sh, -c, 'echo "from $REEL_JOB_ID on $REEL_NODE" > "$1"', sh, "{{outputs.msg}}"]
+    resources: {cpu: 2}
+  - name: read
+    command: [sh, -c, 'cat "$1"; exit 4', sh, "{{tasks.make.outputs.msg}}"]
+EOF
+"$REEL" pipeline --state "$WORK/pipelines" run p.yaml --scheduler auto > pipe.out 2> pipe.err
+check "the pipeline runs on the scheduler and fails where its task fails" test $? -eq 1
+check "its tasks were the scheduler's jobs" bash -c "'$REEL' jobs ls | grep -Eq ' make +succeeded' && '$REEL' jobs ls | grep -Eq ' read +failed .*exit 4'"
+check "an output passed from one job to the next" bash -c "grep -q 'from job-[0-9]* on [ab]' '$WORK/pipelines/logs/onsched-1/read.log'"
+check "the failure names the task" grep -q "task 'read' exit 4" pipe.err
+
+echo "10. preemption of a real training job: checkpoint, requeue, resume, the same losses"
 tiny_dataset
 tiny_config whole "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
 tiny_config preempted "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
@@ -131,5 +147,5 @@ check "it was preempted once" bash -c "[ \"\$(field $train preemptions)\" = 1 ] 
 check "its first run said so" grep -q "preempted (SIGTERM) after step" "$WORK/state/jobs/$train/worker-0.log"
 check "the resumed loss curve equals the uninterrupted one" \
   python3 "$HERE/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/preempted/metrics.jsonl" 40
-check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 11 ]"
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 13 ]"
 finish

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "sched/pipeline.h"
 
 namespace reel::sched {
 
@@ -22,6 +23,7 @@ struct Launch {
   std::vector<std::string> env;   // the whole environment, "NAME=value"
   std::string workdir;
   std::string log_path;  // standard output and error, appended
+  Resources resources;   // what the task asked for (an executor backed by a scheduler needs it)
 };
 
 struct Exit {
@@ -48,6 +50,11 @@ class Executor {
   // How many started processes have not been reported by Wait yet.
   virtual size_t running() const = 0;
 };
+
+// Tasks as jobs of `reel scheduler serve` at `url` (sched/daemon.h): the scheduler queues and
+// places them; Terminate cancels; a finished job's output is appended to the task's log.
+// Errors of Start: the scheduler's answer (a task it can never place is InvalidArgument).
+std::unique_ptr<Executor> MakeSchedulerExecutor(std::string url);
 
 // Processes on this machine, each leading its own process group (a task's children are stopped
 // with it, and whatever it leaves behind is killed when it exits). Processes die with this one

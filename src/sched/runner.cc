@@ -220,8 +220,8 @@ class Execution {
       free_gpus_.erase(free_gpus_.begin());
     }
     if (o_.capacity.gpu > 0) env_.push_back("CUDA_VISIBLE_DEVICES=" + GpuList(l.gpus));
-    sched::Launch launch{l.task->name, std::move(argv), CurrentEnvironment(env_), run_.workdir,
-                         l.rec.log};
+    sched::Launch launch{l.task->name, std::move(argv), CurrentEnvironment(env_),
+                         run_.workdir, l.rec.log,       l.task->resources};
     Result<int64_t> process = executor_.Start(launch);
     if (!process.ok()) {
       ReleaseGpus(l);
