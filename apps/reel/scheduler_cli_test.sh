@@ -18,11 +18,11 @@ trap cleanup EXIT
 
 cat > "$WORK/cluster.yaml" <<'EOF'
 nodes:
-  - {name: a, cpu: 2, memory: 4Gi, cost_per_hour: 3}
+  - {name: a, cpu: 2, memory: 4Gi, gpu: 2, cost_per_hour: 3}
   - {name: b, cpu: 2, memory: 4Gi, cost_per_hour: 3}
   - {name: s, cpu: 2, memory: 4Gi, spot: true, cost_per_hour: 1}
 queues:
-  - {name: default, quota: {cpu: 6, memory: 12Gi}}
+  - {name: default, quota: {cpu: 6, memory: 12Gi, gpu: 2}}
   - {name: small, quota: {cpu: 1, memory: 2Gi}}
 EOF
 start_daemon() {
@@ -58,6 +58,20 @@ check "the gang waits while only one on-demand node is free" bash -c "[ \"\$(sta
 check "and its reason says why" bash -c "[ \"\$(field $gang reason)\" = 'waiting for resources' ]"
 "$REEL" jobs cancel "$blocker" > /dev/null
 check "it runs once the blocker ends" "$REEL" jobs wait "$gang" --timeout 60s
+
+echo "2b. GPUs are handed out by index, never shared"
+g1=$("$REEL" jobs submit --cpu 0.5 --gpu 1 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > gpu.1; sleep 300')
+g2=$("$REEL" jobs submit --cpu 0.5 --gpu 1 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > gpu.2; sleep 300')
+g3=$("$REEL" jobs submit --cpu 0.5 --gpu 1 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" > gpu.3')
+none=$("$REEL" jobs submit --cpu 0.5 -- sh -c 'echo "[$CUDA_VISIBLE_DEVICES]" > gpu.none')
+wait_state "$g1" running && wait_state "$g2" running
+check "two jobs got GPUs 0 and 1" bash -c "[ \"\$(cat gpu.1 gpu.2 | sort | tr '\n' ' ')\" = '0 1 ' ]"
+check "a job without GPUs sees none" bash -c "'$REEL' jobs wait $none --timeout 30s > /dev/null && [ \"\$(cat gpu.none)\" = '[]' ]"
+check "a third waits while both are held" bash -c "[ \"\$(state $g3)\" = pending ]"
+"$REEL" jobs cancel "$g1" > /dev/null
+check "and gets the GPU the first gave back" bash -c "'$REEL' jobs wait $g3 --timeout 30s > /dev/null && [ \"\$(cat gpu.3)\" = \"\$(cat gpu.1)\" ]"
+"$REEL" jobs cancel "$g2" > /dev/null
+"$REEL" jobs wait "$g2" --timeout 30s > /dev/null
 
 echo "3. a bad job is refused"
 "$REEL" jobs submit --queue nope -- true > "$WORK/bad.out" 2>&1
@@ -147,5 +161,5 @@ check "it was preempted once" bash -c "[ \"\$(field $train preemptions)\" = 1 ] 
 check "its first run said so" grep -q "preempted (SIGTERM) after step" "$WORK/state/jobs/$train/worker-0.log"
 check "the resumed loss curve equals the uninterrupted one" \
   python3 "$HERE/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/preempted/metrics.jsonl" 40
-check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 13 ]"
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 17 ]"
 finish

@@ -192,8 +192,9 @@ struct Daemon::Impl {
           job.state = "failed";
           job.reason = std::string(adopted.message());
           REEL_RETURN_IF_ERROR(store->Update(job));
-        } else if (job.state == "stopping") {
-          kill_at[id] = SteadyClock::now() + o.grace;  // it was asked already
+        } else {
+          runner->Adopt(job, JobDir(id));
+          if (job.state == "stopping") kill_at[id] = SteadyClock::now() + o.grace;  // asked already
         }
       }
       jobs[id] = job;
@@ -513,11 +514,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   REEL_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(options.cluster_file));
-  REEL_ASSIGN_OR_RETURN(impl->scheduler,
-                        Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
   impl->runner = cluster.executor == "slurm"
                      ? internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition)
-                     : internal::MakeLocalJobRunner(options.reel_binary);
+                     : internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes);
+  REEL_ASSIGN_OR_RETURN(impl->scheduler,
+                        Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
   REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));
   REEL_RETURN_IF_ERROR(impl->Adopt());
   REEL_ASSIGN_OR_RETURN(http::Router router, impl->Routes());

@@ -32,10 +32,20 @@ class JobRunner {
   virtual void Signal(const JobRecord& job, int signal) = 0;
   // Its end, or nullopt while it runs (a job whose engine lost it has ended too).
   virtual std::optional<JobEnd> Poll(const JobRecord& job, const std::string& dir) = 0;
+  // A job found running after a restart of the daemon: whatever the runner hands out per job
+  // (GPU indices) is taken again from what `dir` records.
+  virtual void Adopt(const JobRecord& job, const std::string& dir) {
+    (void)job;
+    (void)dir;
+  }
 };
 
-// `reel_binary` runs the supervisors; `grace` is unused here (the daemon times SIGKILL).
-std::unique_ptr<JobRunner> MakeLocalJobRunner(std::string reel_binary);
+// `reel_binary` runs the supervisors. `nodes`: the cluster's, for their GPU counts: each worker
+// gets CUDA_VISIBLE_DEVICES with the indices it was handed on its node (none: ""), so two jobs
+// never share a GPU; on the machine's own node ("local") the indices name the GPUs that
+// CUDA_VISIBLE_DEVICES listed for the daemon.
+std::unique_ptr<JobRunner> MakeLocalJobRunner(std::string reel_binary,
+                                              const std::vector<Node>& nodes);
 // Batch jobs on the Slurm cluster SLURM_CONF names (sbatch, squeue, scontrol, scancel).
 std::unique_ptr<JobRunner> MakeSlurmJobRunner(std::string reel_binary, std::string partition);
 
