@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <map>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -46,6 +49,21 @@ inline int ExitCodeFor(const Status& status) {
     default:
       return 1;
   }
+}
+
+// KEY=VALUE flags (--tag, --input, --env) as a map; `what` names the flag in the error:
+// "--input 'x': expected KEY=VALUE".
+inline Result<std::map<std::string, std::string>> ParseKeyValues(
+    std::string_view what, const std::vector<std::string>& items) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError(std::string(what) + " '" + item + "': expected KEY=VALUE");
+    }
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
 }
 
 // Prints "COMMAND: message" on stderr as one line and returns the status's exit code.

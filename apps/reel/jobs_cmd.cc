@@ -132,17 +132,10 @@ Result<json> SubmitBody(const Flags& f) {
   body["resources"] = {{"cpu", f.cpu}, {"gpu", f.gpu}};
   if (!f.memory.empty()) body["resources"]["memory"] = f.memory;
   if (!f.time_limit.empty()) body["time_limit"] = f.time_limit;
-  for (const auto& [flag, values] : {std::pair{"--env", &f.env}, {"--selector", &f.selector}}) {
-    json map = json::object();
-    for (const std::string& kv : *values) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return InvalidArgumentError(std::string(flag) + " " + kv + ": expected NAME=VALUE");
-      }
-      map[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    body[std::string(flag) == "--env" ? "env" : "node_selector"] = map;
-  }
+  REEL_ASSIGN_OR_RETURN(const auto env, ParseKeyValues("--env", f.env));
+  REEL_ASSIGN_OR_RETURN(const auto selector, ParseKeyValues("--selector", f.selector));
+  body["env"] = env;
+  body["node_selector"] = selector;
   std::error_code error;
   body["workdir"] = std::filesystem::current_path(error).string();
   return body;

@@ -59,18 +59,6 @@ std::pair<std::string, std::string> ModelAndBranch(const std::string& text) {
   return {text.substr(0, slash), text.substr(slash + 1)};
 }
 
-Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items) {
-  std::map<std::string, std::string> tags;
-  for (const std::string& item : items) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError("tag '" + item + "': expected KEY=VALUE");
-    }
-    tags[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return tags;
-}
-
 int RunRegister(const Flags& f) {
   train::ImportOptions options{f.config, f.with_optimizer};
   Result<registry::NewVersion> nv = train::VersionFromPath(f.path, options);
@@ -78,7 +66,7 @@ int RunRegister(const Flags& f) {
   nv->model = f.name;
   nv->branch = f.branch;
   nv->message = f.message;
-  Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
+  Result<std::map<std::string, std::string>> tags = ParseKeyValues("tag", f.tags);
   if (!tags.ok()) return Fail(kModels, tags.status());
   nv->tags = *tags;
   auto reg = Open(f);
@@ -241,7 +229,7 @@ int RunTag(const Flags& f) {
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
   if (!v.ok()) return Fail(kModels, v.status());
-  Result<std::map<std::string, std::string>> tags = ParseTags(f.tags);
+  Result<std::map<std::string, std::string>> tags = ParseKeyValues("tag", f.tags);
   if (!tags.ok()) return Fail(kModels, tags.status());
   for (const auto& [key, value] : *tags) {
     if (Status s = (*reg)->SetTag(v->id, key, value); !s.ok()) return Fail(kModels, s);

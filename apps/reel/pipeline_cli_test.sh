@@ -108,6 +108,6 @@ grep -q "task 'a' asks for cpu 4096 but at most" err.txt || fail "too big"
 expect_rc 2 "$REEL" pipeline run missing.yaml
 grep -q "missing.yaml" err.txt || fail "missing file"
 expect_rc 3 "$REEL" pipeline run p.yaml --input word
-grep -q "expected NAME=VALUE" err.txt || fail "bad --input"
+grep -q "expected KEY=VALUE" err.txt || fail "bad --input"
 [ "$(ls state/logs | wc -l)" = "$before" ] || fail "a refused file started a run"
 echo "pipeline CLI: all good"

@@ -75,18 +75,6 @@ Result<std::unique_ptr<sched::RunStore>> OpenStore(const Flags& f) {
   return sched::RunStore::Open(absolute.lexically_normal().string());
 }
 
-Result<std::map<std::string, std::string>> ParseInputs(const std::vector<std::string>& flags) {
-  std::map<std::string, std::string> inputs;
-  for (const std::string& flag : flags) {
-    const size_t eq = flag.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError("--input " + flag + ": expected NAME=VALUE");
-    }
-    inputs[flag.substr(0, eq)] = flag.substr(eq + 1);
-  }
-  return inputs;
-}
-
 Result<sched::Resources> Capacity(const Flags& f) {
   // On the scheduler the tasks wait in its queues: the runner starts every ready one.
   if (!f.scheduler.empty()) return sched::Resources{int64_t{1} << 50, int64_t{1} << 62, 1 << 20};
@@ -206,7 +194,7 @@ sched::RunnerOptions RunnerOptionsFor(const Flags& f, Progress* progress,
 }
 
 int RunRun(const Flags& f) {
-  Result<std::map<std::string, std::string>> inputs = ParseInputs(f.inputs);
+  Result<std::map<std::string, std::string>> inputs = ParseKeyValues("--input", f.inputs);
   if (!inputs.ok()) return Fail(kPipeline, inputs.status());
   Result<sched::Pipeline> pipeline = sched::LoadPipeline(f.file, *inputs);
   if (!pipeline.ok()) return Fail(kPipeline, pipeline.status());

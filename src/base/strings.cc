@@ -34,4 +34,16 @@ std::string FormatDouble(double value) {
   return error == std::errc() ? std::string(buf, end) : std::to_string(value);
 }
 
+std::string ShellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace reel

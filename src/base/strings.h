@@ -17,6 +17,9 @@ std::string PrintableForMessage(std::string_view s, size_t max_bytes = 200);
 // A whole decimal integer ("-12"); nullopt for anything else, spaces and overflow included.
 std::optional<int64_t> ParseInt64(std::string_view s);
 
+// `s` single-quoted for /bin/sh: one word, whatever it holds.
+std::string ShellQuote(std::string_view s);
+
 // The shortest text that reads back as `value` ("0.1", "5", "1e-07").
 std::string FormatDouble(double value);
 

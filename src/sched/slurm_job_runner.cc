@@ -19,18 +19,6 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
   return s;
@@ -59,14 +47,14 @@ std::string Script(const JobRecord& job, const std::vector<std::string>& argv,
   std::ostringstream s;
   s << "#!/bin/bash\n";
   s << "export MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000)) REEL_JOB_ID="
-    << Quote(job.spec.id) << "\n";
-  for (const auto& [k, v] : job.env) s << "export " << k << "=" << Quote(v) << "\n";
+    << ShellQuote(job.spec.id) << "\n";
+  for (const auto& [k, v] : job.env) s << "export " << k << "=" << ShellQuote(v) << "\n";
   // --wait: once one task ends the others get a minute to follow (a preempted rank's peers are
   // writing their checkpoint), then Slurm stops them.
-  s << "exec srun --wait=60 --open-mode=append --output=" << Quote(dir + "/worker-%t.log")
+  s << "exec srun --wait=60 --open-mode=append --output=" << ShellQuote(dir + "/worker-%t.log")
     << " bash -c 'export RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID "
        "REEL_NODE=$SLURMD_NODENAME; exec \"$@\"' reel-worker";
-  for (const std::string& a : argv) s << " " << Quote(a);
+  for (const std::string& a : argv) s << " " << ShellQuote(a);
   s << "\n";
   return s.str();
 }

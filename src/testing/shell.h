@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/strings.h"
+
 namespace reel::testing {
 
 struct CommandResult {
@@ -26,17 +28,6 @@ inline CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
-// Single-quotes `s` for /bin/sh.
-inline std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+using ::reel::ShellQuote;  // base/strings.h
 
 }  // namespace reel::testing
