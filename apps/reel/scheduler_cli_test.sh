@@ -85,6 +85,14 @@ check "a malformed memory exits 3" test $? -eq 3
 "$REEL" jobs submit --queue small --cpu 2 -- true > "$WORK/bad.out" 2>&1
 check "more than a queue may ever use exits 3" grep -q "needs more than queue small may ever use" "$WORK/bad.out"
 
+printf 'nodes:\n  - {name: x, cpu: 2}\n' > bad-cluster.yaml
+"$REEL" scheduler serve --state "$WORK/other" --cluster bad-cluster.yaml --port 0 > bad.out 2>&1
+check "a cluster file without a node's memory exits 3" test $? -eq 3
+check "naming file, line and the node" grep -q "bad-cluster.yaml:2:5: key 'nodes\[0\]': a node needs cpu and memory" bad.out
+printf 'nodes:\n  - {name: x, cpu: 2, memory: 1Gi}\nqueues:\n  - {name: q, quota: {cpu: 1, gpus: 1}}\n' > bad-cluster.yaml
+"$REEL" scheduler serve --state "$WORK/other" --cluster bad-cluster.yaml --port 0 > bad.out 2>&1
+check "a typo in a quota exits 3" bash -c "[ $? -eq 3 ] && grep -q \"unknown key 'queues\[0\].quota.gpus'\" bad.out"
+
 echo "4. a job over its memory is stopped and says so"
 mem=$("$REEL" jobs submit --memory 64Mi -- python3 -c 'import time; x = bytearray(400 << 20); time.sleep(30)')
 check "it fails" bash -c "! '$REEL' jobs wait $mem --timeout 60s > /dev/null"

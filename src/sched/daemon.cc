@@ -37,25 +37,6 @@ using http::Response;
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-Result<Resources> ResourcesOf(const ConfigNode& node) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"cpu", "memory", "gpu"}));
-  Resources r{0, 0, 0};
-  if (node.Has("cpu")) {
-    REEL_ASSIGN_OR_RETURN(std::string cpu, node.GetString("cpu"));
-    Result<int64_t> m = ParseCpuMillicores(cpu);
-    if (!m.ok()) return node.Error(m.status().message());
-    r.cpu_millis = *m;
-  }
-  if (node.Has("memory")) {
-    REEL_ASSIGN_OR_RETURN(std::string memory, node.GetString("memory"));
-    Result<int64_t> b = ParseMemoryBytes(memory);
-    if (!b.ok()) return node.Error(b.status().message());
-    r.memory_bytes = *b;
-  }
-  REEL_ASSIGN_OR_RETURN(r.gpu, node.GetInt("gpu", 0));
-  return r;
-}
-
 Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes) {
   REEL_ASSIGN_OR_RETURN(ConfigNode list, root.Child("nodes"));
   REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> elements, list.Elements());
@@ -64,17 +45,10 @@ Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes) {
         e.CheckKeys({"name", "cpu", "memory", "gpu", "spot", "cost_per_hour", "labels"}));
     Node n;
     REEL_ASSIGN_OR_RETURN(n.name, e.GetString("name"));
-    REEL_ASSIGN_OR_RETURN(n.capacity.cpu_millis, [&]() -> Result<int64_t> {
-      REEL_ASSIGN_OR_RETURN(std::string cpu, e.GetString("cpu"));
-      Result<int64_t> m = ParseCpuMillicores(cpu);
-      if (!m.ok()) return e.Error(m.status().message());
-      return *m;
-    }());
-    REEL_ASSIGN_OR_RETURN(std::string memory, e.GetString("memory"));
-    Result<int64_t> bytes = ParseMemoryBytes(memory);
-    if (!bytes.ok()) return e.Error(bytes.status().message());
-    n.capacity.memory_bytes = *bytes;
-    REEL_ASSIGN_OR_RETURN(n.capacity.gpu, e.GetInt("gpu", 0));
+    REEL_ASSIGN_OR_RETURN(n.capacity, internal::ReadResources(e, Resources{-1, -1, 0}, false));
+    if (n.capacity.cpu_millis < 0 || n.capacity.memory_bytes < 0) {
+      return e.Error("a node needs cpu and memory");
+    }
     REEL_ASSIGN_OR_RETURN(n.spot, e.GetBool("spot", false));
     REEL_ASSIGN_OR_RETURN(n.cost_per_hour, e.GetDouble("cost_per_hour", 0));
     if (e.Has("labels")) {
@@ -98,11 +72,12 @@ Status LoadQueues(const ConfigNode& root, std::vector<QueueSpec>* queues) {
     QueueSpec q;
     REEL_ASSIGN_OR_RETURN(q.name, e.GetString("name"));
     REEL_ASSIGN_OR_RETURN(ConfigNode quota, e.Child("quota"));
-    REEL_ASSIGN_OR_RETURN(q.quota, ResourcesOf(quota));
+    REEL_ASSIGN_OR_RETURN(q.quota, internal::ReadResources(quota, Resources{0, 0, 0}, true));
     q.borrowing_limit = Resources{0, 0, 0};
     if (e.Has("borrowing_limit")) {
       REEL_ASSIGN_OR_RETURN(ConfigNode limit, e.Child("borrowing_limit"));
-      REEL_ASSIGN_OR_RETURN(q.borrowing_limit, ResourcesOf(limit));
+      REEL_ASSIGN_OR_RETURN(q.borrowing_limit,
+                            internal::ReadResources(limit, Resources{0, 0, 0}, true));
     }
     REEL_ASSIGN_OR_RETURN(q.weight, e.GetDouble("weight", 1));
     queues->push_back(std::move(q));

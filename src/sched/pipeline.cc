@@ -9,6 +9,7 @@
 #include "base/files.h"
 #include "base/quantity.h"
 #include "base/strings.h"
+#include "sched/runner_internal.h"
 
 namespace reel::sched {
 namespace {
@@ -83,28 +84,6 @@ Result<milliseconds> DurationOf(const ConfigNode& node) {
   Result<milliseconds> d = ParseDuration(text);
   if (!d.ok()) return node.Error(d.status().message());
   return *d;
-}
-
-Result<Resources> ParseResources(const ConfigNode& node) {
-  REEL_RETURN_IF_ERROR(node.CheckKeys({"cpu", "memory", "gpu"}));
-  Resources r;
-  if (node.Has("cpu")) {
-    REEL_ASSIGN_OR_RETURN(ConfigNode cpu, node.Child("cpu"));
-    REEL_ASSIGN_OR_RETURN(std::string text, cpu.AsString());
-    Result<int64_t> m = ParseCpuMillicores(text);
-    if (!m.ok()) return cpu.Error(m.status().message());
-    r.cpu_millis = *m;
-  }
-  if (node.Has("memory")) {
-    REEL_ASSIGN_OR_RETURN(ConfigNode memory, node.Child("memory"));
-    REEL_ASSIGN_OR_RETURN(std::string text, memory.AsString());
-    Result<int64_t> b = ParseMemoryBytes(text);
-    if (!b.ok()) return memory.Error(b.status().message());
-    r.memory_bytes = *b;
-  }
-  REEL_ASSIGN_OR_RETURN(r.gpu, node.GetInt("gpu", 0));
-  if (r.gpu < 0) return node.Error("gpu must be 0 or more");
-  return r;
 }
 
 Status ParseBackoff(const ConfigNode& task, Task* t) {
@@ -211,7 +190,7 @@ Result<TaskTemplate> ParseTask(const ConfigNode& node,
   }
   if (node.Has("resources")) {
     REEL_ASSIGN_OR_RETURN(ConfigNode r, node.Child("resources"));
-    REEL_ASSIGN_OR_RETURN(t.resources, ParseResources(r));
+    REEL_ASSIGN_OR_RETURN(t.resources, internal::ReadResources(r, Resources{}, true));
   }
   if (node.Has("depends_on")) {
     REEL_ASSIGN_OR_RETURN(ConfigNode d, node.Child("depends_on"));
@@ -574,4 +553,29 @@ Result<std::string> Render(std::string_view text, const Task& task, const Pipeli
   return out;
 }
 
+namespace internal {
+
+Result<Resources> ReadResources(const ConfigNode& node, Resources defaults, bool check_keys) {
+  if (check_keys) REEL_RETURN_IF_ERROR(node.CheckKeys({"cpu", "memory", "gpu"}));
+  Resources r = defaults;
+  if (node.Has("cpu")) {
+    REEL_ASSIGN_OR_RETURN(ConfigNode cpu, node.Child("cpu"));
+    REEL_ASSIGN_OR_RETURN(std::string text, cpu.AsString());
+    Result<int64_t> m = ParseCpuMillicores(text);
+    if (!m.ok()) return cpu.Error(m.status().message());
+    r.cpu_millis = *m;
+  }
+  if (node.Has("memory")) {
+    REEL_ASSIGN_OR_RETURN(ConfigNode memory, node.Child("memory"));
+    REEL_ASSIGN_OR_RETURN(std::string text, memory.AsString());
+    Result<int64_t> b = ParseMemoryBytes(text);
+    if (!b.ok()) return memory.Error(b.status().message());
+    r.memory_bytes = *b;
+  }
+  REEL_ASSIGN_OR_RETURN(r.gpu, node.GetInt("gpu", defaults.gpu));
+  if (r.gpu < 0) return node.Error("gpu must be 0 or more");
+  return r;
+}
+
+}  // namespace internal
 }  // namespace reel::sched

@@ -9,7 +9,15 @@
 #include "sched/pipeline.h"
 #include "sched/run_store.h"
 
+namespace reel {
+class ConfigNode;
+}
+
 namespace reel::sched::internal {
+
+// `node`'s cpu ("2", "500m"), memory ("4Gi") and gpu (a count), each `defaults`' when absent;
+// errors name file:line and the key. `check_keys`: refuse any other key in `node`.
+Result<Resources> ReadResources(const ConfigNode& node, Resources defaults, bool check_keys);
 
 // What a local path names, for a cache key: a file's bytes (by size and modification time when
 // over 16 MiB), a folder's tree of names, sizes and times; "" when `path` names nothing.
