@@ -46,7 +46,7 @@ struct Flags {
   std::string grace = "10s";
   bool json = false;
   // submit
-  std::string name, queue = "default", workers = "1", cpu = "1", memory, time_limit;
+  std::string name, queue = "default", workers = "1", cpu = "1", memory, time_limit, ttl;
   int gpu = 0, priority = 0;
   bool spot = false;
   std::vector<std::string> env, selector, command;
@@ -132,6 +132,7 @@ Result<json> SubmitBody(const Flags& f) {
   body["resources"] = {{"cpu", f.cpu}, {"gpu", f.gpu}};
   if (!f.memory.empty()) body["resources"]["memory"] = f.memory;
   if (!f.time_limit.empty()) body["time_limit"] = f.time_limit;
+  if (!f.ttl.empty()) body["ttl_after_finished"] = f.ttl;
   REEL_ASSIGN_OR_RETURN(const auto env, ParseKeyValues("--env", f.env));
   REEL_ASSIGN_OR_RETURN(const auto selector, ParseKeyValues("--selector", f.selector));
   body["env"] = env;
@@ -274,6 +275,8 @@ void AddSubmit(CLI::App* jobs, Flags* f, int* exit_code) {
   submit->add_option("--gpu", f->gpu, "per worker")->check(CLI::NonNegativeNumber);
   submit->add_flag("--spot", f->spot, "may run on spot nodes (cheaper, can be reclaimed)");
   submit->add_option("--time-limit", f->time_limit, "stopped after this long (e.g. 2h)");
+  submit->add_option("--ttl", f->ttl,
+                     "remove its $REEL_SCRATCH this long after it ends (default 0s)");
   submit->add_option("--env", f->env, "NAME=VALUE for every worker (repeatable)");
   submit->add_option("--selector", f->selector, "LABEL=VALUE a node must have (repeatable)");
   submit->add_option("command", f->command, "the program and its arguments")->required();

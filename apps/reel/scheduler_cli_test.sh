@@ -103,6 +103,13 @@ slow=$("$REEL" jobs submit --time-limit 1s -- sleep 60)
 check "it fails" bash -c "! '$REEL' jobs wait $slow --timeout 60s > /dev/null"
 check "at its time limit" bash -c "[ \"\$(field $slow reason)\" = 'time limit 1s' ]"
 
+echo "5b. an ended job's processes and scratch space go; its log stays"
+tidy=$("$REEL" jobs submit --ttl 0s -- sh -c 'echo kept > "$REEL_SCRATCH/f"; sleep 300 & echo $! > bg.pid; echo done')
+check "it succeeds" "$REEL" jobs wait "$tidy" --timeout 30s
+check "what it left running was stopped" bash -c "for _ in \$(seq 100); do kill -0 \$(cat bg.pid) 2>/dev/null || exit 0; grep -q '^State:.Z' /proc/\$(cat bg.pid)/status 2>/dev/null && exit 0; sleep 0.1; done; exit 1"
+check "its scratch folder is removed" bash -c "for _ in \$(seq 100); do [ -d '$WORK/state/jobs/$tidy/scratch' ] || exit 0; sleep 0.1; done; exit 1"
+check "its log is kept" grep -q done "$WORK/state/jobs/$tidy/worker-0.log"
+
 echo "6. cancel"
 long=$("$REEL" jobs submit --cpu 2 --workers 2 -- sleep 60)
 wait_state "$long" running
@@ -169,5 +176,5 @@ check "it was preempted once" bash -c "[ \"\$(field $train preemptions)\" = 1 ] 
 check "its first run said so" grep -q "preempted (SIGTERM) after step" "$WORK/state/jobs/$train/worker-0.log"
 check "the resumed loss curve equals the uninterrupted one" \
   python3 "$HERE/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/preempted/metrics.jsonl" 40
-check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 17 ]"
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 18 ]"
 finish

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/config.h"
@@ -133,6 +134,7 @@ struct Daemon::Impl {
   std::unique_ptr<internal::JobRunner> runner;
   std::map<std::string, JobRecord> jobs;
   std::map<std::string, SteadyClock::time_point> kill_at;  // stopping jobs' SIGKILL times
+  std::set<std::string> swept;                             // ended jobs without scratch
   std::mutex mu;
   std::condition_variable wake;
   bool stopping = false;
@@ -195,7 +197,22 @@ struct Daemon::Impl {
     for (const Decision& d : scheduler->Schedule(SteadyClock::now())) {
       REEL_RETURN_IF_ERROR(Apply(d));
     }
-    return NoteWhyPending();
+    REEL_RETURN_IF_ERROR(NoteWhyPending());
+    SweepScratch();
+    return Status::Ok();
+  }
+
+  // Ended jobs' scratch folders, once their TTL has passed (logs stay).
+  void SweepScratch() {
+    const int64_t now = NowUnixMs();
+    for (const auto& [id, job] : jobs) {
+      if (job.finished_ms == 0 || swept.count(id) != 0) continue;
+      if (job.state != "succeeded" && job.state != "failed" && job.state != "cancelled") continue;
+      if (job.finished_ms + job.ttl_after_finished.count() > now) continue;
+      std::error_code error;
+      fs::remove_all(JobDir(id) + "/scratch", error);
+      if (!error) swept.insert(id);
+    }
   }
 
   // What the core says a pending job waits for, kept in its record when it changes.

@@ -84,9 +84,19 @@ const json& Field(const json& j, const char* key) {
 
 Result<JobRecord> JobFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgumentError("a job is a JSON object");
-  static const char* const kKeys[] = {"name",       "command",       "workers",  "max_workers",
-                                      "resources",  "queue",         "priority", "spot",
-                                      "time_limit", "node_selector", "env",      "workdir"};
+  static const char* const kKeys[] = {"name",
+                                      "command",
+                                      "workers",
+                                      "max_workers",
+                                      "resources",
+                                      "queue",
+                                      "priority",
+                                      "spot",
+                                      "time_limit",
+                                      "node_selector",
+                                      "env",
+                                      "workdir",
+                                      "ttl_after_finished"};
   for (const auto& [k, v] : j.items()) {
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys)) {
       return Bad(k, "unknown key");
@@ -121,6 +131,13 @@ Result<JobRecord> JobFromJson(const json& j) {
   REEL_ASSIGN_OR_RETURN(s.node_selector, StringMap(Field(j, "node_selector"), "node_selector"));
   REEL_ASSIGN_OR_RETURN(job.env, StringMap(Field(j, "env"), "env"));
   job.workdir = Field(j, "workdir").is_string() ? Field(j, "workdir").get<std::string>() : "";
+  if (!Field(j, "ttl_after_finished").is_null()) {
+    REEL_ASSIGN_OR_RETURN(std::string text,
+                          Text(Field(j, "ttl_after_finished"), "ttl_after_finished"));
+    Result<std::chrono::milliseconds> d = ParseDuration(text);
+    if (!d.ok()) return Bad("ttl_after_finished", std::string(d.status().message()));
+    job.ttl_after_finished = *d;
+  }
   return job;
 }
 
@@ -141,6 +158,7 @@ json JobToJson(const JobRecord& job) {
             {"node_selector", s.node_selector},
             {"env", job.env},
             {"workdir", job.workdir},
+            {"ttl_after_finished", FormatDuration(job.ttl_after_finished)},
             {"state", job.state},
             {"attempts", job.attempts},
             {"preemptions", job.preemptions},
@@ -173,8 +191,9 @@ namespace {
 std::string SpecText(const JobRecord& job) {
   json j = JobToJson(job);
   json spec;
-  for (const char* k : {"name", "command", "workers", "max_workers", "resources", "queue",
-                        "priority", "spot", "node_selector", "env", "workdir", "time_limit"}) {
+  for (const char* k :
+       {"name", "command", "workers", "max_workers", "resources", "queue", "priority", "spot",
+        "node_selector", "env", "workdir", "time_limit", "ttl_after_finished"}) {
     if (j.contains(k)) spec[k] = j[k];
   }
   return Dump(spec);

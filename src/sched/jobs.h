@@ -4,7 +4,8 @@
 //
 //   {"name": "train", "command": ["reel", "train", ...], "workers": 2, "max_workers": 2,
 //    "resources": {"cpu": "2", "memory": "4Gi", "gpu": 0}, "queue": "default", "priority": 0,
-//    "spot": false, "time_limit": "2h", "node_selector": {}, "env": {}, "workdir": "/path"}
+//    "spot": false, "time_limit": "2h", "node_selector": {}, "env": {}, "workdir": "/path",
+//    "ttl_after_finished": "1h"}
 //
 // Errors: InvalidArgument naming the field for a bad job; NotFound for an unknown id;
 // Unavailable when the database cannot be used. Thread-safety: one JobStore per thread.
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +34,9 @@ struct JobRecord {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;
+  // Its scratch folder ($REEL_SCRATCH) is removed this long after it ends (Kubernetes'
+  // ttlSecondsAfterFinished); logs stay.
+  std::chrono::milliseconds ttl_after_finished{0};
 
   std::string state = "pending";
   int attempts = 0;     // times started

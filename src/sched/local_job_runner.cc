@@ -86,6 +86,7 @@ class LocalJobRunner : public JobRunner {
                         const std::string& dir) {
     std::error_code error;
     std::filesystem::remove(dir + "/exit.json", error);
+    std::filesystem::create_directories(dir + "/scratch", error);
     REEL_ASSIGN_OR_RETURN(json launch, LaunchFile(job, nodes, dir));
     REEL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/launch.json", launch.dump()));
     REEL_ASSIGN_OR_RETURN(std::string reel, ResolveProgram("reel", reel_binary_));

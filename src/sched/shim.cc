@@ -167,6 +167,8 @@ int RunShim(const std::string& dir) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
   }
+  // Whatever the workers left running in the session ends with the job.
+  SignalSession(SIGKILL);
   json outcome = Outcome(workers, memory_reason);
   if (!started.ok()) {
     outcome["exit_code"] = 127;
