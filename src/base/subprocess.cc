@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string_view>
 
 extern char** environ;
 
@@ -55,23 +57,8 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env) {
   if (argv.empty()) return InvalidArgumentError("RunCommand: no program");
   std::vector<std::string> resolved = argv;
-  if (argv[0].find('/') == std::string::npos) {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      const size_t colon = dirs.find(':', start);
-      const std::string dir =
-          dirs.substr(start, colon == std::string::npos ? colon : colon - start);
-      const std::string candidate = (dir.empty() ? "." : dir) + "/" + argv[0];
-      if (access(candidate.c_str(), X_OK) == 0) {
-        resolved[0] = candidate;
-        break;
-      }
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-  }
+  // Not found: exec of the bare name fails in the child, which exits 127 as a shell would.
+  if (Result<std::string> program = FindProgram(argv[0]); program.ok()) resolved[0] = *program;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return InternalError(std::string("pipe: ") + std::strerror(errno));
@@ -94,8 +81,37 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.exit_code = DecodeWaitStatus(status).exit_code;
   return out;
+}
+
+Result<std::string> FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const size_t colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return NotFoundError("program '" + name + "' is not on PATH");
+}
+
+bool ProcessRunning(int64_t pid) {
+  if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');  // the name before it may hold spaces and parentheses
+  return paren == std::string::npos || line.substr(paren + 2, 1) != "Z";
+}
+
+ProcessEnd DecodeWaitStatus(int status) {
+  if (WIFSIGNALED(status)) return ProcessEnd{-1, WTERMSIG(status)};
+  return ProcessEnd{WEXITSTATUS(status), 0};
 }
 
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,21 @@ struct SpawnOptions {
 // be executed exits 127 in the child. Errors: Internal when fork fails.
 Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& env, const SpawnOptions& options = {});
+
+// `name` as an executable path: a name with a '/' as it is, anything else looked up on PATH.
+// Errors: NotFound naming the program.
+Result<std::string> FindProgram(const std::string& name);
+
+// Whether `pid` is a live process: it exists and is not a zombie waiting to be reaped (by init,
+// once the process that started it is gone).
+bool ProcessRunning(int64_t pid);
+
+// How a process ended, from waitpid's status: its exit code, or -1 and the signal that ended it.
+struct ProcessEnd {
+  int exit_code = 0;
+  int signal = 0;
+};
+ProcessEnd DecodeWaitStatus(int status);
 
 struct CommandOutput {
   int exit_code = 0;   // -1 when a signal ended it

@@ -9,6 +9,7 @@
 #include "base/subprocess.h"
 #include "base/unique_fd.h"
 #include "http/client.h"
+#include "sched/executor.h"
 #include "sched/runner_internal.h"
 
 namespace reel::sched::internal {
@@ -33,11 +34,11 @@ Status RunCommandHook(const std::vector<std::string>& command, const RunRecord& 
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  const ProcessEnd end = DecodeWaitStatus(status);
+  if (end.exit_code == 0) return Status::Ok();
   return InternalError("hook " + command[0] + " failed (" +
-                       (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                          : "signal " + std::to_string(WTERMSIG(status))) +
-                       "); its output is in " + log_path);
+                       ExitText(Exit{pid, end.exit_code, end.signal}) + "); its output is in " +
+                       log_path);
 }
 
 Status PostHook(const std::string& url, const RunRecord& run) {

@@ -115,14 +115,8 @@ class LocalExecutor : public Executor {
     // Whatever the task left running in its group goes with it (the group outlives its leader
     // while members remain, so the id cannot name another process yet).
     ::kill(-pid, SIGKILL);
-    Exit exit;
-    exit.id = pid;
-    if (WIFSIGNALED(status)) {
-      exit.exit_code = -1;
-      exit.signal = WTERMSIG(status);
-    } else {
-      exit.exit_code = WEXITSTATUS(status);
-    }
+    const ProcessEnd end = DecodeWaitStatus(status);
+    const Exit exit{pid, end.exit_code, end.signal};
     std::lock_guard<std::mutex> lock(mu_);
     exits_.push_back(exit);
     changed_.notify_all();

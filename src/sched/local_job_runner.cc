@@ -38,16 +38,6 @@ int FreePort() {
   return port;
 }
 
-// Alive and not a zombie waiting for its parent (init, once the daemon that started it is gone).
-bool Alive(int64_t pid) {
-  if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  return paren == std::string::npos || line.substr(paren + 2, 1) != "Z";
-}
-
 class LocalJobRunner : public JobRunner {
  public:
   LocalJobRunner(std::string reel_binary, const std::vector<Node>& nodes)
@@ -107,7 +97,8 @@ class LocalJobRunner : public JobRunner {
       return JobEnd{exit->value("exit_code", -1), exit->value("signal", 0),
                     exit->value("reason", std::string())};
     }
-    if (!Alive(job.shim_pid)) return JobEnd{-1, SIGKILL, "its supervisor ended without a report"};
+    if (!ProcessRunning(job.shim_pid))
+      return JobEnd{-1, SIGKILL, "its supervisor ended without a report"};
     return std::nullopt;
   }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/json.h"
+#include "base/subprocess.h"
 #include "sched/schema.h"
 
 namespace reel::sched {
@@ -42,10 +43,6 @@ Result<size_t> StateIndex(const std::string_view (&names)[N], const std::string&
   return DataLossError("a pipeline record holds an unknown state '" + text + "'");
 }
 
-bool ProcessAlive(int64_t pid) {
-  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-}
-
 constexpr std::string_view kRunColumns =
     "id, pipeline, source_name, source, inputs, workdir, state, failed_task, runner_pid, "
     "created_ms, finished_ms, ttl_ms, scratch_removed";
@@ -67,7 +64,7 @@ Result<RunRecord> RunFromRow(db::Row& row) {
   r.ttl_ms = row.Int(11);
   r.scratch_removed = row.Int(12) != 0;
   // A runner killed (kill -9, a lost machine) leaves its run "running": say what it is.
-  if (r.state == RunState::kRunning && !ProcessAlive(r.runner_pid)) {
+  if (r.state == RunState::kRunning && !ProcessRunning(r.runner_pid)) {
     r.state = RunState::kInterrupted;
   }
   return r;

@@ -157,7 +157,8 @@ class Execution {
     return outputs;
   }
 
-  Result<std::vector<std::string>> Argv(const Live& l) {
+  // The task's command and environment additions with every template filled in.
+  Result<sched::Launch> LaunchFor(const Live& l) const {
     std::map<std::string, std::map<std::string, std::string>> dep_outputs;
     for (const std::string& d : l.task->depends_on)
       dep_outputs[d] = live_[index_.at(d)].rec.outputs;
@@ -180,8 +181,8 @@ class Execution {
       REEL_ASSIGN_OR_RETURN(std::string rendered, Render(value, *l.task, p_, values));
       env.push_back(name + "=" + rendered);
     }
-    env_ = std::move(env);
-    return argv;
+    return sched::Launch{l.task->name, std::move(argv), std::move(env),
+                         run_.workdir, l.rec.log,       l.task->resources};
   }
 
   std::string GpuList(const std::vector<int64_t>& gpus) const {
@@ -214,14 +215,13 @@ class Execution {
     l.rec.outputs = OutputsOf(*l.task);
     l.rec.log = store_.LogPath(run_.id, l.task->name);
     REEL_RETURN_IF_ERROR(PrepareFolders(l));
-    REEL_ASSIGN_OR_RETURN(std::vector<std::string> argv, Argv(l));
+    REEL_ASSIGN_OR_RETURN(sched::Launch launch, LaunchFor(l));
     for (int64_t g = 0; g < l.task->resources.gpu; ++g) {
       l.gpus.push_back(*free_gpus_.begin());
       free_gpus_.erase(free_gpus_.begin());
     }
-    if (o_.capacity.gpu > 0) env_.push_back("CUDA_VISIBLE_DEVICES=" + GpuList(l.gpus));
-    sched::Launch launch{l.task->name, std::move(argv), CurrentEnvironment(env_),
-                         run_.workdir, l.rec.log,       l.task->resources};
+    if (o_.capacity.gpu > 0) launch.env.push_back("CUDA_VISIBLE_DEVICES=" + GpuList(l.gpus));
+    launch.env = CurrentEnvironment(launch.env);
     Result<int64_t> process = executor_.Start(launch);
     if (!process.ok()) {
       ReleaseGpus(l);
@@ -359,7 +359,6 @@ class Execution {
   Resources free_;
   std::set<int64_t> free_gpus_;
   bool stopping_ = false;
-  std::vector<std::string> env_;  // Argv's environment additions for the launch it prepares
 };
 
 // Before a run is recorded: a task that can never fit would wait forever.

@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 
+#include "base/subprocess.h"
 #include "http/server.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -295,15 +296,6 @@ TEST_F(RunnerTest, GpusAreHandedOutByIndex) {
   EXPECT_EQ(fake_.starts, (std::vector<Start>{{"a", milliseconds(0)}, {"b", milliseconds(1000)}}));
 }
 
-// True once `pid` has exited: gone, or a zombie its new parent has not reaped yet (PID 1 in a
-// container may take its time).
-bool Exited(pid_t pid) {
-  if (::kill(pid, 0) != 0) return true;
-  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
-}
-
 // Real processes from here on.
 class LocalRunnerTest : public RunnerTest {
  protected:
@@ -371,7 +363,7 @@ TEST_F(LocalRunnerTest, ATimedOutTaskAndWhatItStartedAreKilled) {
   auto tasks = Tasks(run.id);
   EXPECT_EQ(tasks["hang"].reason, "timed out after 300ms");
   const pid_t child = std::stoi(ReadFile(dir_.Join("child.pid")));
-  EXPECT_TRUE(testing::WaitUntil([&] { return Exited(child); }, std::chrono::seconds(10)));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessRunning(child); }, std::chrono::seconds(10)));
 }
 
 TEST_F(LocalRunnerTest, ProcessesATaskLeavesBehindAreStopped) {
@@ -380,7 +372,7 @@ TEST_F(LocalRunnerTest, ProcessesATaskLeavesBehindAreStopped) {
   ASSERT_OK_AND_ASSIGN(RunRecord run, RunLocal(yaml));
   EXPECT_EQ(run.state, RunState::kSucceeded);
   const pid_t bg = std::stoi(ReadFile(dir_.Join("bg.pid")));
-  EXPECT_TRUE(testing::WaitUntil([&] { return Exited(bg); }, std::chrono::seconds(10)));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessRunning(bg); }, std::chrono::seconds(10)));
 }
 
 TEST_F(LocalRunnerTest, HooksHearHowTheRunEnded) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "base/quantity.h"
@@ -18,6 +19,16 @@ using nlohmann::json;
 class SchedulerExecutor : public Executor {
  public:
   explicit SchedulerExecutor(std::string url) : url_(std::move(url)) {}
+
+  // One keep-alive connection for every call (Wait polls several times a second), made on first
+  // use.
+  Result<http::Client*> Connection() {
+    if (!client_) {
+      REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(url_));
+      client_ = std::make_unique<http::Client>(std::move(client));
+    }
+    return client_.get();
+  }
 
   Result<int64_t> Start(const Launch& launch) override {
     json env = json::object();
@@ -34,8 +45,8 @@ class SchedulerExecutor : public Executor {
                    {"memory", FormatMemory(launch.resources.memory_bytes)},
                    {"gpu", launch.resources.gpu}}}};
     if (launch.resources.memory_bytes == 0) body["resources"].erase("memory");
-    REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(url_));
-    REEL_ASSIGN_OR_RETURN(json job, client.JsonCall("POST", "/v1/jobs", &body));
+    REEL_ASSIGN_OR_RETURN(http::Client * client, Connection());
+    REEL_ASSIGN_OR_RETURN(json job, client->JsonCall("POST", "/v1/jobs", &body));
     const std::string id = job.value("id", "");
     const int64_t handle = next_++;
     jobs_[handle] = Job{id, launch.log_path};
@@ -46,9 +57,9 @@ class SchedulerExecutor : public Executor {
     (void)grace;  // the scheduler's own grace applies
     const auto it = jobs_.find(id);
     if (it == jobs_.end()) return;
-    Result<http::Client> client = http::Client::Make(url_);
-    if (client.ok()) {
-      (void)client->JsonCall("POST", "/v1/jobs/" + it->second.id + "/cancel", nullptr);
+    Result<http::Client*> client = Connection();
+    if (client.ok()) {  // a job that ended meanwhile answers an error: nothing to stop then
+      (void)(*client)->JsonCall("POST", "/v1/jobs/" + it->second.id + "/cancel", nullptr);
     }
   }
 
@@ -76,8 +87,9 @@ class SchedulerExecutor : public Executor {
   // The job's end, with its output appended to the task's log; nullopt while it runs or the
   // scheduler cannot be asked (the next look asks again).
   std::optional<Exit> Ended(int64_t handle, const Job& job) {
-    Result<http::Client> client = http::Client::Make(url_);
-    if (!client.ok()) return std::nullopt;
+    Result<http::Client*> connection = Connection();
+    if (!connection.ok()) return std::nullopt;
+    http::Client* client = *connection;
     Result<json> j = client->JsonCall("GET", "/v1/jobs/" + job.id, nullptr);
     if (!j.ok() || !j->is_object()) return std::nullopt;
     const std::string state = j->value("state", "");
@@ -103,6 +115,7 @@ class SchedulerExecutor : public Executor {
   }
 
   std::string url_;
+  std::unique_ptr<http::Client> client_;
   std::map<int64_t, Job> jobs_;
   int64_t next_ = 1;
 };

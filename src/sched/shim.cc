@@ -87,12 +87,9 @@ bool Reap(std::vector<Worker>& workers) {
     for (Worker& w : workers) {
       if (w.pid != pid) continue;
       w.running = false;
-      if (WIFSIGNALED(status)) {
-        w.exit_code = -1;
-        w.signal = WTERMSIG(status);
-      } else {
-        w.exit_code = WEXITSTATUS(status);
-      }
+      const ProcessEnd end = DecodeWaitStatus(status);
+      w.exit_code = end.exit_code;
+      w.signal = end.signal;
       failed |= w.exit_code != 0 && w.exit_code != kExitPreempted;
     }
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "base/hash.h"
+#include "base/subprocess.h"
 #include "sched/runner_internal.h"
 
 namespace reel::sched::internal {
@@ -115,18 +116,7 @@ Result<std::string> ResolveProgram(const std::string& name, const std::string& r
     if (error) return NotFoundError("program 'reel': /proc/self/exe: " + error.message());
     return self.string();
   }
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const size_t colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
-  }
-  return NotFoundError("program '" + name + "' is not on PATH");
+  return FindProgram(name);
 }
 
 }  // namespace reel::sched::internal
