@@ -64,7 +64,13 @@ for _ in $(seq 6000); do
   [ -n "$step" ] && [ "$step" -ge 6 ] && break
   sleep 0.01
 done
+# Held still (SIGSTOP) until the scheduler has asked them to stop, the ranks cannot finish their
+# 40 steps before the SIGTERM lands, however fast or slow this machine is.
+ranks=$(pgrep -f -- "^[^ ]*reel train --config $WORK/preempted.yaml")
+kill -STOP $ranks
 urgent=$("$REEL" jobs submit --name urgent --priority 10 --workers 4 --cpu 2 -- sleep 1)
+for _ in $(seq 600); do [ "$(field "$train" state)" = stopping ] && break; sleep 0.1; done
+kill -CONT $ranks
 check "the urgent job runs" "$REEL" jobs wait "$urgent" --timeout 120s
 check "the training job resumes and finishes" "$REEL" jobs wait "$train" --timeout 180s
 check "it was preempted once, through Slurm" bash -c "[ \"\$(field $train preemptions)\" = 1 ] && [ \"\$(field $train attempts)\" = 2 ]"

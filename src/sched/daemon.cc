@@ -257,8 +257,11 @@ struct Daemon::Impl {
     job.exit_code = code;
     job.shim_pid = 0;
     job.nodes.clear();
-    const bool asked = job.state == "stopping";
     const std::string stop = job.stop;
+    // A job that exits 0 while being preempted or resized had finished its work: it succeeded
+    // and must not run again.
+    const bool completed = code == 0 && sig == 0 && (stop == "preempt" || stop == "resize");
+    const bool asked = job.state == "stopping" && !completed;
     job.stop.clear();
     // A job adopted while stopping is "running" to the core, which did not see the request.
     const bool core_stopping = scheduler->Job(id).value().phase == JobPhase::kStopping;
@@ -270,8 +273,8 @@ struct Daemon::Impl {
       REEL_RETURN_IF_ERROR(Save(job));
       return restart ? Apply(*restart) : Status::Ok();
     }
-    REEL_RETURN_IF_ERROR(core_stopping ? scheduler->Stopped(id, now).status()
-                                       : scheduler->Finished(id, now));
+    REEL_RETURN_IF_ERROR(core_stopping && !completed ? scheduler->Stopped(id, now).status()
+                                                     : scheduler->Finished(id, now));
     job.cost = scheduler->Job(id).value().cost;
     job.finished_ms = NowUnixMs();
     if (requeue || (asked && stop == "resize")) {

@@ -751,6 +751,13 @@ Status Scheduler::Finished(const std::string& id, Clock::TimePoint now) {
   if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kStopping) {
     return FailedPreconditionError("job " + id + " is not running");
   }
+  // A job asked to stop may end by itself first (its work was done): whoever waited for its
+  // room no longer waits for it, and a resize it was stopping for is off.
+  if (j.preempted_for != nullptr && j.preempted_for->waiting_for > 0) {
+    --j.preempted_for->waiting_for;
+  }
+  j.preempted_for = nullptr;
+  j.resize_to.reset();
   s_->Release(j, now);
   j.phase = JobPhase::kDone;
   return Status::Ok();

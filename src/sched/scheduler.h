@@ -137,7 +137,8 @@ class Scheduler {
   std::vector<Decision> Schedule(Clock::TimePoint now);
 
   // The executor reports: a running job's processes ended for good (success, failure, time
-  // limit, cancel): its resources are free. Errors: NotFound.
+  // limit, cancel, or a job asked to stop that finished its work first): its resources are free.
+  // Errors: NotFound.
   Status Finished(const std::string& job, Clock::TimePoint now);
   // A preempted (or resized-down) job's processes have stopped: requeued at its old place in
   // line, or for a resize, started again on its new placement (a Start decision is returned).

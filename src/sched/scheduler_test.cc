@@ -137,6 +137,20 @@ TEST(SchedulerTest, AHigherPriorityJobPreemptsTheNewestLowerOne) {
   EXPECT_EQ(Text(s->Schedule(kT0 + minutes(4))), (Lines{"start new n1"}));
 }
 
+TEST(SchedulerTest, AJobThatFinishesWhileBeingPreemptedIsDoneAndFreesItsRoom) {
+  auto s = Make({MakeNode("n1", 2)});
+  ASSERT_OK(s->Submit(MakeJob("low", 2), kT0));
+  EXPECT_EQ(Text(s->Schedule(kT0)), (Lines{"start low n1"}));
+  ASSERT_OK(s->Submit(MakeJob("vip", 2, 1, 10), kT0 + minutes(1)));
+  EXPECT_EQ(Text(s->Schedule(kT0 + minutes(1))), (Lines{"preempt low"}));
+  // Its work was done before it saw the request: it ended, it is not requeued.
+  ASSERT_OK(s->Finished("low", kT0 + minutes(2)));
+  EXPECT_EQ(PhaseOf(*s, "low"), JobPhase::kDone);
+  EXPECT_EQ(Text(s->Schedule(kT0 + minutes(2))), (Lines{"start vip n1"}));
+  ASSERT_OK(s->Finished("vip", kT0 + minutes(3)));
+  EXPECT_EQ(Text(s->Schedule(kT0 + minutes(3))), Lines{});
+}
+
 TEST(SchedulerTest, BackfillNeverDelaysTheReservation) {
   auto s = Make({MakeNode("n1", 4), MakeNode("n2", 4)});
   JobSpec x = MakeJob("x", 4);
