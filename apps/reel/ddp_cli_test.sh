@@ -8,6 +8,7 @@
 #     uninterrupted one;
 #   - preemption: SIGTERM to the launcher, or to one worker only, stops both workers at the same
 #     step with a checkpoint and the job exits 75; resumed, it logs the uninterrupted losses;
+#   - an elastic job resized mid-epoch (2, then 1, then 2 workers) reads each clip once per epoch;
 #   - the watchdog: a worker stopped with SIGSTOP is named by the other within the timeout, and
 #     the job exits 5 instead of hanging;
 #   - launcher and rendezvous mistakes exit with clear messages.
@@ -122,6 +123,15 @@ config sorted
   > /dev/null 2> "$WORK/sorted.err"
 check "the loader warns about ranks that miss classes" \
   grep -q "reads [0-9] of the 8 classes of split 'train' in epoch 0: .*re-ingest with a shuffled order" "$WORK/sorted.err"
+
+# An elastic job's world changes mid-epoch (2 workers, then 1, then 2 again, each resuming from
+# the checkpoint the last wrote): every epoch still reads each clip once.
+tiny_config elastic "{max_steps: 12, log_every: 1, grad_accum: 2, log_samples: true}" "{every_steps: 2, keep: 2}"
+check "two workers stop after 3 steps" bash -c "'$REEL' train --config '$WORK/elastic.yaml' --nproc 2 --stop-after 3 --quiet > /dev/null 2>&1"
+check "one worker resumes for 3 more" bash -c "'$REEL' train --config '$WORK/elastic.yaml' --resume --stop-after 3 --quiet > /dev/null 2> '$WORK/elastic.err'"
+check "and says the epoch goes on at world size 1" grep -q "continues at world size 1 (it was 2)" "$WORK/elastic.err"
+check "two workers finish" bash -c "'$REEL' train --config '$WORK/elastic.yaml' --nproc 2 --resume --quiet > /dev/null 2>&1"
+check "every epoch read each clip once, across the resizes" python3 "$(dirname "$0")/each_clip_once.py" "$WORK/elastic" 2 --resized
 
 # Mistakes.
 "$REEL" train --config "$WORK/whole.yaml" --nnodes 2 > "$WORK/nodes.out" 2>&1

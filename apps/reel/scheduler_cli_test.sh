@@ -4,7 +4,8 @@
 # lower one, which checkpoints, is requeued and resumes (a real `reel train`, whose loss curve
 # equals an uninterrupted run's); a job over its memory or its time limit is stopped and says
 # why; a spot node's reclaim requeues its job; kill -9 of the scheduler loses nothing and starts
-# nothing twice; bad jobs are refused with exit 3.
+# nothing twice; bad jobs are refused with exit 3; an elastic `reel train` is shrunk and grown
+# back mid-epoch and still reads each clip once per epoch.
 # Usage: scheduler_cli_test.sh PATH_TO_REEL
 set -u
 REEL=$1
@@ -191,5 +192,36 @@ check "its first run said so" grep -q "preempted (SIGTERM) after step" "$log"
 grep -q "preempted (SIGTERM)" "$log" || tail -5 "$log" | sed 's/^/     | /'
 check "the resumed loss curve equals the uninterrupted one" \
   python3 "$HERE/same_steps.py" "$WORK/whole/metrics.jsonl" "$WORK/preempted/metrics.jsonl" 40
-check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 20 ]"
+echo "11. an elastic training job shrinks for an urgent job and grows back; each clip once per epoch"
+tiny_config elastic "{max_steps: 40, log_every: 1, log_samples: true}" "{every_steps: 2, keep: 2}" "dist: {connect_timeout_s: 60}"
+# Each worker of the elastic job: its first two-worker run and its one-worker run train 4 steps,
+# each then waiting to be resized as if still training, so the resizes land at known steps
+# mid-epoch (with one clip per batch the 32 clips are 16 steps on two workers) and what is left
+# splits evenly; the last run trains to the end.
+cat > elastic.sh <<'EOF'
+if [ "$WORLD_SIZE" = 2 ] && [ -e grown ]; then exec "$@"; fi
+"$@" --stop-after 4 || exit
+trap 'exit 75' TERM
+touch "waiting.$WORLD_SIZE.$RANK"
+while :; do sleep 0.05; done
+EOF
+wait_file() { for _ in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.05; done; echo "     | no $1" >&2; return 1; }
+workers_of() { "$REEL" jobs status "$1" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))'; }
+elastic=$("$REEL" jobs submit --name elastic --cpu 2 --workers 1:2 -- sh elastic.sh "$REEL" train \
+  --config "$WORK/elastic.yaml" --resume --quiet --set data.batch_size=1)
+wait_file waiting.2.0 && wait_file waiting.2.1
+blocker=$("$REEL" jobs submit --name urgent1 --cpu 2 --priority 10 -- sh -c 'while [ ! -e go ]; do sleep 0.05; done')
+wait_state "$blocker" running
+wait_file waiting.1.0
+check "it shrinks to one worker to make room" test "$(workers_of "$elastic")" = 1
+touch grown go
+check "the urgent job ends" "$REEL" jobs wait "$blocker" --timeout 60s
+check "it grows back to two and finishes" "$REEL" jobs wait "$elastic" --timeout 120s
+check "in three runs, none of them counted as preempted" \
+  test "$(field "$elastic" attempts) $(field "$elastic" preemptions)" = "3 0"
+check "the loader went on with each epoch at the new world sizes" bash -c "
+  grep -q 'continues at world size 1 (it was 2)' '$WORK/state/jobs/$elastic/worker-0.log' &&
+  grep -q 'continues at world size 2 (it was 1)' '$WORK/state/jobs/$elastic/worker-0.log'"
+check "every epoch read each clip once, across both resizes" python3 "$HERE/each_clip_once.py" "$WORK/elastic" 1 --resized
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 22 ]"
 finish

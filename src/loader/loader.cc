@@ -158,7 +158,8 @@ struct Loader::Impl {
       return sample;
     }
     auto rng = Rng::Stream(o.plan.seed, kSampleStream, epoch,
-                           (static_cast<uint64_t>(o.plan.rank) << 40) + position);
+                           (static_cast<uint64_t>(before.size()) << 56) +
+                               (static_cast<uint64_t>(o.plan.rank) << 40) + position);
     auto starts = ClipStarts(stack->t, o.clip, rng);
     if (!starts.ok()) {
       sample.status = starts.status();
@@ -226,6 +227,7 @@ struct Loader::Impl {
   std::map<uint32_t, std::unique_ptr<dataset::ShardReader>> readers;
   std::vector<SampleRef> plan;
   int64_t epoch = 0;
+  std::vector<PlanSegment> before;  // this epoch's segments at other world sizes (elastic jobs)
   bool warned_segregation = false;  // logged once per loader
   LoaderStats stats;
   int64_t feature_dim = 0;                // a features dataset's embedding width; 0 for clips
@@ -305,13 +307,27 @@ Status Loader::Start(const LoaderState& state) {
   m.Drain();
   PlanOptions plan = m.o.plan;
   plan.epoch = state.epoch;
+  plan.before = state.before;
+  uint64_t position = state.position;
+  const bool resized = state.world_size > 0 && state.world_size != plan.world_size;
+  if (resized && position > 0) {
+    // The job was resized: what the old world read of this epoch becomes an earlier segment.
+    plan.before.push_back({state.world_size, position});
+    position = 0;
+  }
   REEL_ASSIGN_OR_RETURN(m.plan, PlanEpoch(m.catalog, plan));
-  if (state.position > m.plan.size()) {
-    return InvalidArgumentError("loader state position " + std::to_string(state.position) +
+  if (position > m.plan.size()) {
+    return InvalidArgumentError("loader state position " + std::to_string(position) +
                                 " is past the epoch's " + std::to_string(m.plan.size()) +
                                 " samples");
   }
+  if (resized && plan.rank == 0) {
+    Logger("loader")->info(
+        "epoch {} continues at world size {} (it was {}): {} samples per rank in the rest of it",
+        state.epoch, plan.world_size, state.world_size, m.plan.size());
+  }
   m.epoch = state.epoch;
+  m.before = plan.before;
   if (plan.world_size > 1 && !m.warned_segregation) {
     // A rank whose share of the epoch misses classes trains batch norm on a biased subset:
     // the shards are sorted by class (an ingest that did not shuffle) and too few to mix.
@@ -330,7 +346,7 @@ Status Loader::Start(const LoaderState& state) {
     }
   }
   m.IndexShardSequence();
-  m.samples.Reset(state.position, m.plan.size());
+  m.samples.Reset(position, m.plan.size());
   return Status::Ok();
 }
 
@@ -387,7 +403,8 @@ Result<std::optional<Batch>> Loader::Next() {
 }
 
 LoaderState Loader::state() const {
-  return LoaderState{impl_->o.plan.seed, impl_->epoch, impl_->samples.next_index()};
+  return LoaderState{impl_->o.plan.seed, impl_->epoch, impl_->samples.next_index(),
+                     impl_->o.plan.world_size, impl_->before};
 }
 
 uint64_t Loader::batches_per_epoch() const {

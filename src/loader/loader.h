@@ -17,8 +17,10 @@
 // A features dataset (`reel features`) gives one stored embedding per record instead: the clip
 // options and transforms do not apply, and its records keep their stored labels.
 //
-// Resuming: state() after a batch is (seed, epoch, samples delivered); Start(state) continues so
-// that the remaining batches of the epoch are exactly those an uninterrupted run would give.
+// Resuming: state() after a batch is (seed, epoch, samples delivered, world size); Start(state)
+// continues so that the remaining batches of the epoch are exactly those an uninterrupted run
+// would give. A state from another world size (an elastic job, resized) continues the epoch with
+// what the old world's ranks had not read, split across the new world (sample_plan.h).
 //
 // Errors: Open: InvalidArgument (options), NotFound (no dataset or split), the store's.
 // Next: Unavailable and other store errors that persist past the store's retries; DataLoss when
@@ -85,13 +87,14 @@ class Loader {
   ~Loader();
 
   // Starts (or restarts) at `state`: its epoch, from sample `position` (a multiple of the batch
-  // size). InvalidArgument for a seed that differs from the options' or a bad position.
+  // size) of its segment. InvalidArgument for a seed that differs from the options' or a bad
+  // position.
   Status Start(const LoaderState& state);
   // The next batch of the epoch, or nullopt after the last one.
   Result<std::optional<Batch>> Next();
 
   LoaderState state() const;
-  uint64_t batches_per_epoch() const;
+  uint64_t batches_per_epoch() const;  // of the current epoch's plan (its segment, if resized)
   const std::vector<std::string>& class_names() const;
   LoaderStats stats() const;
 

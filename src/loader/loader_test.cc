@@ -159,6 +159,44 @@ TEST(LoaderTest, ResumingMidEpochGivesTheRemainingBatchesExactly) {
   EXPECT_STATUS((*resumed)->Start(LoaderState{o.plan.seed, 2, 3}), StatusCode::kInvalidArgument);
 }
 
+// An elastic job: 2 ranks read a batch each, are shrunk to 1 rank that reads 2 more, then grown
+// to 3 that read the rest of the epoch, each time resuming from rank 0's saved state.
+TEST(LoaderTest, AnElasticJobResizedMidEpochReadsEveryClipOnce) {
+  storage::MemoryStore& store = Dataset(dataset::DatasetMode::kFrames);
+  ASSERT_OK_AND_ASSIGN(SplitCatalog catalog, SplitCatalog::FromIndexes(store, "", "train"));
+  std::multiset<std::string> keys;
+  std::string saved = LoaderState{11, 1, 0}.ToJson();
+  // Each rank of `world` resumes from `saved`, reads `batches` (all for -1); rank 0's state is
+  // saved for the next resize.
+  const auto segment = [&](int world, int batches) {
+    std::string next;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions o = Options();
+      o.plan.world_size = world;
+      o.plan.rank = rank;
+      ASSERT_OK_AND_ASSIGN(auto loader, Loader::Open(store, o));
+      ASSERT_OK_AND_ASSIGN(LoaderState state, LoaderState::FromJson(saved));
+      ASSERT_OK(loader->Start(state));
+      for (int i = 0; i < batches || batches < 0; ++i) {
+        ASSERT_OK_AND_ASSIGN(std::optional<Batch> batch, loader->Next());
+        if (!batch) break;
+        keys.insert(batch->keys.begin(), batch->keys.end());
+      }
+      if (rank == 0) next = loader->state().ToJson();
+    }
+    saved = next;
+  };
+  segment(2, 1);
+  segment(1, 2);
+  ASSERT_OK_AND_ASSIGN(LoaderState shrunk, LoaderState::FromJson(saved));
+  EXPECT_EQ(shrunk.world_size, 1);
+  EXPECT_EQ(shrunk.before, (std::vector<PlanSegment>{{2, 4}}));
+  segment(3, -1);
+  std::set<std::string> unique(keys.begin(), keys.end());
+  EXPECT_EQ(unique.size(), catalog.size()) << "a clip was skipped";
+  EXPECT_LT(keys.size() - unique.size(), 3u * 4) << "repeats beyond the last segment's padding";
+}
+
 TEST(LoaderTest, VideoModeClipsDecodeToUint8Batches) {
   storage::MemoryStore& store = Dataset(dataset::DatasetMode::kVideo);
   LoaderOptions o = Options();

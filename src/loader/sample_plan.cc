@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <map>
 
+#include "base/json.h"
 #include "base/random.h"
 #include "dataset/shard_reader.h"
 #include "loader/streams.h"
 
 namespace reel::loader {
 namespace {
+
+constexpr uint64_t kMaxWorldSize = uint64_t{1} << 20;
 
 // The split's records in epoch stream order: shards in (shuffled) order, records in order.
 std::vector<SampleRef> Stream(const SplitCatalog& catalog, const PlanOptions& o) {
@@ -56,6 +59,74 @@ std::vector<SampleRef> BalancedStream(const std::vector<SampleRef>& stream, cons
   return out;
 }
 
+// Samples per rank for a stream of n: whole batches on every rank, padded or dropped.
+uint64_t PerRank(uint64_t n, int world_size, int batch_size, Remainder remainder) {
+  const uint64_t unit = static_cast<uint64_t>(world_size) * static_cast<uint64_t>(batch_size);
+  const uint64_t batches = remainder == Remainder::kPad ? (n + unit - 1) / unit : n / unit;
+  return batches * static_cast<uint64_t>(batch_size);
+}
+
+// Rank `rank`'s contiguous part of a stream in segment `segment`, as positions in the stream
+// (those past its end are padding: they wrap to the start), permuted by the shuffle buffer:
+// hold up to `shuffle_buffer` entries, emit a random one, refill in order.
+std::vector<uint64_t> RankPart(uint64_t per_rank, int rank, const PlanOptions& o,
+                               uint64_t segment) {
+  std::vector<uint64_t> mine(per_rank);
+  const uint64_t first = static_cast<uint64_t>(rank) * per_rank;
+  for (uint64_t i = 0; i < per_rank; ++i) mine[i] = first + i;
+  if (!o.shuffle || o.shuffle_buffer <= 1) return mine;
+  auto rng =
+      Rng::Stream(o.seed, kBufferStream, o.epoch, (segment << 32) + static_cast<uint64_t>(rank));
+  std::vector<uint64_t> buffer;
+  std::vector<uint64_t> out;
+  out.reserve(mine.size());
+  buffer.reserve(std::min<size_t>(o.shuffle_buffer, mine.size()));
+  for (uint64_t position : mine) {
+    if (buffer.size() < o.shuffle_buffer) {
+      buffer.push_back(position);
+      continue;
+    }
+    size_t pick = rng.Below(buffer.size());
+    out.push_back(buffer[pick]);
+    buffer[pick] = position;
+  }
+  while (!buffer.empty()) {
+    size_t pick = rng.Below(buffer.size());
+    out.push_back(buffer[pick]);
+    buffer[pick] = buffer.back();
+    buffer.pop_back();
+  }
+  return out;
+}
+
+// The stream the current segment splits: the epoch's, then after each earlier segment what its
+// ranks left untaken (padding excluded: it repeats samples still in the stream).
+Result<std::vector<SampleRef>> SegmentStream(const SplitCatalog& catalog, const PlanOptions& o) {
+  std::vector<SampleRef> stream = Stream(catalog, o);
+  if (o.class_balanced) stream = BalancedStream(stream, o);
+  for (size_t k = 0; k < o.before.size(); ++k) {
+    const PlanSegment& segment = o.before[k];
+    const uint64_t n = stream.size();
+    const uint64_t per_rank = PerRank(n, segment.world_size, o.batch_size, o.remainder);
+    if (segment.position > per_rank) {
+      return InvalidArgumentError("segment " + std::to_string(k) + " of epoch " +
+                                  std::to_string(o.epoch) + " says its ranks took " +
+                                  std::to_string(segment.position) + " samples of " +
+                                  std::to_string(per_rank));
+    }
+    std::vector<SampleRef> rest;
+    rest.reserve(n - std::min(n, segment.position * static_cast<uint64_t>(segment.world_size)));
+    for (int r = 0; r < segment.world_size; ++r) {
+      const std::vector<uint64_t> part = RankPart(per_rank, r, o, k);
+      for (uint64_t i = segment.position; i < part.size(); ++i) {
+        if (part[i] < n) rest.push_back(stream[part[i]]);
+      }
+    }
+    stream = std::move(rest);
+  }
+  return stream;
+}
+
 }  // namespace
 
 uint64_t SplitCatalog::size() const {
@@ -91,75 +162,89 @@ Status ValidatePlanOptions(const SplitCatalog& catalog, const PlanOptions& o) {
     return InvalidArgumentError("catalog: shards and labels differ in length");
   }
   if (catalog.size() == 0) return InvalidArgumentError("the split has no samples");
+  for (const PlanSegment& segment : o.before) {
+    if (segment.world_size < 1) {
+      return InvalidArgumentError("an earlier segment's world_size must be at least 1");
+    }
+  }
   return Status::Ok();
 }
 
 Result<uint64_t> SamplesPerRank(const SplitCatalog& catalog, const PlanOptions& o) {
   REEL_RETURN_IF_ERROR(ValidatePlanOptions(catalog, o));
-  const uint64_t n = catalog.size();
-  const uint64_t unit = static_cast<uint64_t>(o.world_size) * static_cast<uint64_t>(o.batch_size);
-  const uint64_t batches = o.remainder == Remainder::kPad ? (n + unit - 1) / unit : n / unit;
-  if (batches == 0) {
+  uint64_t n = catalog.size();
+  if (!o.before.empty()) {
+    REEL_ASSIGN_OR_RETURN(std::vector<SampleRef> rest, SegmentStream(catalog, o));
+    return PerRank(rest.size(), o.world_size, o.batch_size, o.remainder);
+  }
+  const uint64_t per_rank = PerRank(n, o.world_size, o.batch_size, o.remainder);
+  if (per_rank == 0) {
     return InvalidArgumentError("the split's " + std::to_string(n) +
                                 " samples do not fill one batch of " +
                                 std::to_string(o.batch_size) + " on each of " +
                                 std::to_string(o.world_size) + " ranks (use padding)");
   }
-  return batches * static_cast<uint64_t>(o.batch_size);
+  return per_rank;
 }
 
 Result<std::vector<SampleRef>> PlanEpoch(const SplitCatalog& catalog, const PlanOptions& o) {
   REEL_ASSIGN_OR_RETURN(uint64_t per_rank, SamplesPerRank(catalog, o));
-  std::vector<SampleRef> stream = Stream(catalog, o);
-  if (o.class_balanced) stream = BalancedStream(stream, o);
-
-  // This rank's contiguous part; positions past the end wrap to the start (padding).
-  std::vector<SampleRef> mine;
-  mine.reserve(per_rank);
-  const uint64_t first = static_cast<uint64_t>(o.rank) * per_rank;
-  for (uint64_t i = 0; i < per_rank; ++i) mine.push_back(stream[(first + i) % stream.size()]);
-
-  if (!o.shuffle || o.shuffle_buffer <= 1) return mine;
-  // The shuffle buffer: hold up to `shuffle_buffer` samples, emit a random one, refill in order.
-  auto rng = Rng::Stream(o.seed, kBufferStream, o.epoch, static_cast<uint64_t>(o.rank));
-  std::vector<SampleRef> buffer;
+  REEL_ASSIGN_OR_RETURN(std::vector<SampleRef> stream, SegmentStream(catalog, o));
   std::vector<SampleRef> out;
-  out.reserve(mine.size());
-  buffer.reserve(std::min<size_t>(o.shuffle_buffer, mine.size()));
-  for (const SampleRef& sample : mine) {
-    if (buffer.size() < o.shuffle_buffer) {
-      buffer.push_back(sample);
-      continue;
-    }
-    size_t pick = rng.Below(buffer.size());
-    out.push_back(buffer[pick]);
-    buffer[pick] = sample;
-  }
-  while (!buffer.empty()) {
-    size_t pick = rng.Below(buffer.size());
-    out.push_back(buffer[pick]);
-    buffer[pick] = buffer.back();
-    buffer.pop_back();
+  out.reserve(per_rank);
+  for (uint64_t position : RankPart(per_rank, o.rank, o, o.before.size())) {
+    out.push_back(stream[position % stream.size()]);
   }
   return out;
 }
 
 std::string LoaderState::ToJson() const {
-  return nlohmann::json{{"seed", seed}, {"epoch", epoch}, {"position", position}}.dump();
+  nlohmann::json j = {{"seed", seed}, {"epoch", epoch}, {"position", position}};
+  if (world_size > 0) j["world_size"] = world_size;
+  if (!before.empty()) {
+    nlohmann::json segments = nlohmann::json::array();
+    for (const PlanSegment& s : before) segments.push_back({s.world_size, s.position});
+    j["before"] = segments;
+  }
+  return j.dump();
 }
 
-Result<LoaderState> LoaderState::FromJson(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("seed") || !j.contains("epoch") || !j.contains("position") ||
-      !j["seed"].is_number_unsigned() || !j["epoch"].is_number_integer() ||
-      !j["position"].is_number_unsigned()) {
-    return DataLossError("loader state: expected {\"seed\", \"epoch\", \"position\"}, got '" +
-                         text.substr(0, 200) + "'");
+namespace {
+
+// [[world_size, position], ...]; records an error in `f` when malformed.
+std::vector<PlanSegment> ReadSegments(const nlohmann::json& j, JsonFields& f) {
+  std::vector<PlanSegment> out;
+  for (const auto& s : j) {
+    if (!s.is_array() || s.size() != 2 || !s[0].is_number_unsigned() ||
+        !s[1].is_number_unsigned() || s[0].get<uint64_t>() < 1 ||
+        s[0].get<uint64_t>() > kMaxWorldSize) {
+      f.Fail(f.Path("before"), "expected [[world_size, position], ...], got " + j.dump());
+      return {};
+    }
+    out.push_back({s[0].get<int>(), s[1].get<uint64_t>()});
   }
+  return out;
+}
+
+}  // namespace
+
+Result<LoaderState> LoaderState::FromJson(const std::string& text) {
+  REEL_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, "loader state"));
+  JsonFields f(doc, "loader");
   LoaderState state;
-  state.seed = j["seed"].get<uint64_t>();
-  state.epoch = j["epoch"].get<int64_t>();
-  state.position = j["position"].get<uint64_t>();
+  state.seed = f.Uint("seed");
+  state.epoch = f.Int("epoch");
+  state.position = f.Uint("position");
+  if (f.Has("world_size")) {
+    const uint64_t world = f.Uint("world_size");
+    if (f.ok() && (world < 1 || world > kMaxWorldSize)) {
+      f.Fail(f.Path("world_size"),
+             "expected 1 to " + std::to_string(kMaxWorldSize) + ", got " + std::to_string(world));
+    }
+    state.world_size = static_cast<int>(world);
+  }
+  if (f.Has("before")) state.before = ReadSegments(f.Array("before"), f);
+  if (!f.ok()) return DataLossError(f.error());
   return state;
 }
 

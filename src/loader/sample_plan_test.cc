@@ -164,6 +164,76 @@ TEST(SamplePlanTest, ClassBalancedModeOversamplesRareClasses) {
   EXPECT_EQ(counts[1], 100);  // the default stays exactly once
 }
 
+// What each rank of `o.world_size` takes in the segment after `o.before`: the first `take` of
+// its plan (all of it for take < 0).
+std::vector<SampleRef> Take(const SplitCatalog& c, PlanOptions o, int64_t take) {
+  std::vector<SampleRef> out;
+  for (const auto& plan : PlanAllRanks(c, o)) {
+    const size_t n = take < 0 ? plan.size() : std::min(plan.size(), static_cast<size_t>(take));
+    out.insert(out.end(), plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  return out;
+}
+
+TEST(SamplePlanTest, AResizedEpochStillReadsEverySampleOnce) {
+  SplitCatalog c = MakeCatalog({17, 5, 30, 12, 1, 25, 30});  // 120 samples
+  PlanOptions o;
+  o.seed = 5;
+  o.epoch = 2;
+  o.shuffle_buffer = 8;
+  o.batch_size = 2;
+  // 4 ranks take 10 each, then 2 ranks 14 each, then 3 ranks read the rest.
+  std::vector<SampleRef> read;
+  o.world_size = 4;
+  auto part = Take(c, o, 10);
+  read.insert(read.end(), part.begin(), part.end());
+  o.before = {{4, 10}};
+  o.world_size = 2;
+  ASSERT_OK_AND_ASSIGN(uint64_t per_rank, SamplesPerRank(c, o));
+  EXPECT_EQ(per_rank, 40u);  // the 80 left, over 2 ranks
+  part = Take(c, o, 14);
+  read.insert(read.end(), part.begin(), part.end());
+  o.before.push_back({2, 14});
+  o.world_size = 3;
+  ASSERT_OK_AND_ASSIGN(per_rank, SamplesPerRank(c, o));
+  EXPECT_EQ(per_rank, 18u);  // 52 left: 3 ranks x 9 batches of 2 = 54, padded by 2
+  part = Take(c, o, -1);
+  read.insert(read.end(), part.begin(), part.end());
+  std::map<std::pair<uint32_t, uint32_t>, int> times;
+  for (const auto& s : read) ++times[{s.shard, s.record}];
+  EXPECT_EQ(times.size(), 120u) << "a sample was skipped";
+  int repeats = 0;
+  for (const auto& [sample, n] : times) repeats += n - 1;
+  EXPECT_EQ(repeats, 2) << "only the last segment's padding repeats";
+
+  // Without padding nothing repeats: the same, dropping the last segment's remainder.
+  o.remainder = Remainder::kDrop;
+  ASSERT_OK_AND_ASSIGN(per_rank, SamplesPerRank(c, o));
+  EXPECT_EQ(per_rank, 16u);
+  // A segment that took more than its plan held is refused.
+  o.before.back().position = 41;
+  EXPECT_STATUS(PlanEpoch(c, o), StatusCode::kInvalidArgument);
+}
+
+TEST(SamplePlanTest, TheSegmentsOfAnEpochDoNotChangeItsFirstSegment) {
+  SplitCatalog c = MakeCatalog({17, 5, 30, 12, 1, 25});
+  PlanOptions o;
+  o.seed = 9;
+  o.world_size = 2;
+  o.batch_size = 3;
+  auto plain = PlanEpoch(c, o);
+  ASSERT_OK(plain);
+  o.before = {};
+  auto same = PlanEpoch(c, o);
+  ASSERT_OK(same);
+  EXPECT_EQ(*plain, *same);
+  // An epoch fully read before the resize leaves nothing: with kDrop 0 per rank.
+  o.remainder = Remainder::kDrop;
+  o.before = {{2, 45}};
+  ASSERT_OK_AND_ASSIGN(uint64_t per_rank, SamplesPerRank(c, o));
+  EXPECT_EQ(per_rank, 0u);
+}
+
 TEST(SamplePlanTest, OptionsAreValidated) {
   SplitCatalog c = MakeCatalog({10});
   PlanOptions o;
@@ -183,6 +253,16 @@ TEST(LoaderStateTest, JsonRoundTripAndErrors) {
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->epoch, 7);
   EXPECT_EQ(back->position, 4096u);
+  EXPECT_EQ(back->world_size, 0);
+  EXPECT_TRUE(back->before.empty());
+  LoaderState resized{1, 2, 8, 3, {{4, 16}, {2, 6}}};
+  ASSERT_OK_AND_ASSIGN(LoaderState again, LoaderState::FromJson(resized.ToJson()));
+  EXPECT_EQ(again.world_size, 3);
+  EXPECT_EQ(again.before, resized.before);
+  EXPECT_STATUS(LoaderState::FromJson(R"({"seed": 1, "epoch": 0, "position": 0, "world_size": 0})"),
+                StatusCode::kDataLoss);
+  EXPECT_STATUS(LoaderState::FromJson(R"({"seed": 1, "epoch": 0, "position": 0, "before": [[2]]})"),
+                StatusCode::kDataLoss);
   EXPECT_STATUS(LoaderState::FromJson("{\"seed\": 1}"), StatusCode::kDataLoss);
   EXPECT_STATUS(LoaderState::FromJson("nonsense"), StatusCode::kDataLoss);
 }

@@ -57,6 +57,7 @@ class Run {
   Status WaitForLeader(const std::string& what);
   Result<int64_t> AgreeOnResumeStep();
   Status OpenMetrics();
+  void LogSamples(const loader::Batch& batch);
   Status StartReplicas();
   void LogPlan() const;
   int64_t ClipsPerStep() const;
@@ -90,6 +91,7 @@ class Run {
   std::vector<torch::Tensor> buffers_;  // broadcast from rank 0 before each forward
   ScheduleOptions schedule_;
   std::ofstream metrics_;
+  std::ofstream samples_log_;  // train.log_samples: this rank's batches
   int64_t step_ = 0;
   int64_t samples_ = 0;
   int64_t skipped_steps_ = 0;

@@ -149,7 +149,7 @@ Status ParseOptimizer(const ConfigNode& node, OptimizerConfig* o) {
 Status ParseTrain(const ConfigNode& node, TrainConfig* c) {
   REEL_RETURN_IF_ERROR(
       node.CheckKeys({"epochs", "max_steps", "grad_accum", "clip_grad_norm", "label_smoothing",
-                      "amp", "log_every", "eval_every_epochs"}));
+                      "amp", "log_every", "eval_every_epochs", "log_samples"}));
   if (node.Has("epochs") && node.Has("max_steps")) {
     return node.Child("max_steps").value().Error("give either epochs or max_steps, not both");
   }
@@ -176,6 +176,7 @@ Status ParseTrain(const ConfigNode& node, TrainConfig* c) {
                                            "' (expected auto, off, fp16 or bf16)");
   REEL_RETURN_IF_ERROR(ReadInt(node, "log_every", 1, 1000000000, &c->log_every));
   REEL_RETURN_IF_ERROR(ReadInt(node, "eval_every_epochs", 0, 1000000, &c->eval_every_epochs));
+  REEL_RETURN_IF_ERROR(ReadBool(node, "log_samples", &c->log_samples));
   return Status::Ok();
 }
 

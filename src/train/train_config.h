@@ -43,6 +43,8 @@
 //                                 # else fp32), off, fp16 (CUDA), bf16 (CUDA or CPU)
 //     log_every: 10               # steps between metrics lines
 //     eval_every_epochs: 1        # 0: evaluate only at the end
+//     log_samples: false          # each rank writes the keys of every batch it trains on to
+//                                 # <run_dir>/samples-rank<R>.jsonl (which clips made a step)
 //   checkpoint:
 //     uri: ""                     # any store URI; "" = <run_dir>/checkpoints
 //     every_steps: 100            # 0: only at the end
@@ -156,6 +158,7 @@ struct TrainConfig {
   AmpMode amp = AmpMode::kAuto;
   int64_t log_every = 10;
   int64_t eval_every_epochs = 1;
+  bool log_samples = false;
   std::string checkpoint_uri;  // resolved: never "" after parsing
   int64_t checkpoint_every_steps = 100;
   int checkpoint_keep = 3;

@@ -144,6 +144,19 @@ Status Run::EvaluateAndReport(bool final_eval) {
   return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
 }
 
+// One line per micro-batch: the step it belongs to, its epoch and clips, and which attempt wrote
+// it (a resumed run redoes the steps after its checkpoint; the later attempt's lines count).
+void Run::LogSamples(const loader::Batch& batch) {
+  if (!samples_log_.is_open()) return;
+  const nlohmann::json line = {{"step", step_ + 1},
+                               {"epoch", loader_->state().epoch},
+                               {"world_size", o_.world.world_size},
+                               {"resumed_from", resumed_from_},
+                               {"keys", batch.keys}};
+  samples_log_ << line.dump() << "\n";
+  samples_log_.flush();
+}
+
 // The next training micro-batch, moving to the next epoch (after its evaluation) at the end of one.
 Result<loader::Batch> Run::NextBatch() {
   REEL_ASSIGN_OR_RETURN(auto batch, loader_->Next());
@@ -213,6 +226,14 @@ Result<bool> Run::StopAgreed() {
 }
 
 Status Run::OpenMetrics() {
+  if (c_.log_samples) {
+    const std::string path =
+        c_.run_dir + "/samples-rank" + std::to_string(o_.world.rank) + ".jsonl";
+    std::error_code ec;
+    std::filesystem::create_directories(c_.run_dir, ec);
+    samples_log_.open(path, std::ios::app);
+    if (!samples_log_) return InternalError("cannot open " + path + " for appending");
+  }
   if (!leader()) return Status::Ok();
   metrics_.open(c_.run_dir + "/metrics.jsonl", std::ios::app);
   if (!metrics_) return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
@@ -290,6 +311,7 @@ Result<double> Run::AccumulateGradients() {
   double step_loss = 0;
   for (int micro = 0; micro < c_.grad_accum; ++micro) {
     REEL_ASSIGN_OR_RETURN(loader::Batch batch, NextBatch());
+    LogSamples(batch);
     window_.wait += batch.input_wait_s;
     const int64_t clips = batch.shape[0];
     loader::TensorBatch tensors = loader::ToTensors(std::move(batch));

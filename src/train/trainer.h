@@ -10,7 +10,9 @@
 //
 // Resuming (`resume`): continues from the latest checkpoint (model, optimiser, loss scaler, RNG,
 // loader position, step), so that with the same thread count the losses after resuming equal an
-// uninterrupted run's. Without `resume`, existing checkpoints at the URI are an error
+// uninterrupted run's. Resuming at another world size (an elastic job, resized) keeps the step
+// count and the per-process batch; the loader reads the rest of the epoch split across the new
+// world (sample_plan.h). Without `resume`, existing checkpoints at the URI are an error
 // (FailedPrecondition) rather than being overwritten.
 //
 // Data parallel (options.world with more than one process): every rank builds the same model,

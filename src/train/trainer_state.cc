@@ -16,7 +16,7 @@ std::string TrainerState::ToJson() const {
       {"loss_scale_good_steps", loss_scale_good_steps},
       {"total_steps", total_steps},
       {"model", model},
-      {"loader", {{"seed", loader.seed}, {"epoch", loader.epoch}, {"position", loader.position}}}};
+      {"loader", nlohmann::json::parse(loader.ToJson())}};  // loader/sample_plan.h's codec
   return j.dump();
 }
 
@@ -34,12 +34,11 @@ Result<TrainerState> TrainerState::FromJson(std::string_view text, std::string_v
   if (f.Has("loss_scale_good_steps")) s.loss_scale_good_steps = f.Int("loss_scale_good_steps");
   if (f.Has("total_steps")) s.total_steps = f.Int("total_steps");
   if (f.Has("model")) s.model = f.String("model");
-  JsonFields l(f.Object("loader"), "loader");
-  s.loader.seed = l.Uint("seed");
-  s.loader.epoch = l.Int("epoch");
-  s.loader.position = l.Uint("position");
+  const nlohmann::json& loader = f.Object("loader");
   if (!f.ok()) return DataLossError(context + ": " + f.error());
-  if (!l.ok()) return DataLossError(context + ": " + l.error());
+  Result<loader::LoaderState> state = loader::LoaderState::FromJson(loader.dump());
+  if (!state.ok()) return DataLossError(context + ": " + state.status().message());
+  s.loader = *std::move(state);
   if (s.step < 0 || s.samples < 0 || s.loader.epoch < 0) {
     return DataLossError(context + ": negative step, samples or epoch");
   }

@@ -2,7 +2,8 @@
 // that SaveCheckpoint writes and Resume reads:
 //   {"step": 40, "samples": 320, "skipped_steps": 0, "last_eval_epoch": 3, "loss_scale": 65536,
 //    "loss_scale_good_steps": 12, "total_steps": 200, "model": "r2plus1d",
-//    "loader": {"seed": 4, "epoch": 4, "position": 0}}
+//    "loader": {"seed": 4, "epoch": 4, "position": 0, "world_size": 2}}
+// ("loader" is LoaderState's JSON: a job resized mid-epoch adds "before": [[4, 16]].)
 // Thread-safety: a value.
 #pragma once
 

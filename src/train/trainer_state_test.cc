@@ -17,7 +17,7 @@ TEST(TrainerStateTest, RoundTripsEveryField) {
   s.loss_scale_good_steps = 12;
   s.total_steps = 200;
   s.model = "r2plus1d";
-  s.loader = {4, 5, 17};
+  s.loader = {4, 5, 17, 2, {{4, 8}}};
   ASSERT_OK_AND_ASSIGN(TrainerState back, TrainerState::FromJson(s.ToJson(), "ckpt"));
   EXPECT_EQ(back.step, 40);
   EXPECT_EQ(back.samples, 320);
@@ -30,6 +30,8 @@ TEST(TrainerStateTest, RoundTripsEveryField) {
   EXPECT_EQ(back.loader.seed, 4u);
   EXPECT_EQ(back.loader.epoch, 5);
   EXPECT_EQ(back.loader.position, 17u);
+  EXPECT_EQ(back.loader.world_size, 2);
+  EXPECT_EQ(back.loader.before, (std::vector<loader::PlanSegment>{{4, 8}}));
   EXPECT_EQ(back.ToJson(), s.ToJson());
 }
 
