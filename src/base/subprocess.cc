@@ -44,6 +44,11 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
     if (options.stdout_fd >= 0 && dup2(options.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
     if (options.stderr_fd >= 0 && dup2(options.stderr_fd, STDERR_FILENO) < 0) _exit(127);
     if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) _exit(127);
+    for (const std::string& procs : options.cgroup_procs) {
+      const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);  // "0": the writing process
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(127);
+      close(fd);
+    }
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

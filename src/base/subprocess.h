@@ -21,6 +21,9 @@ struct SpawnOptions {
   // False: the child outlives this process (a job's supervisor that must survive its
   // scheduler's restart). It then leads a new session (setsid), away from our terminal's signals.
   bool die_with_parent = true;
+  // cgroup.procs files the child writes itself into before exec, so that it starts inside those
+  // cgroups (sched/cgroup.h); exit 127 when it cannot.
+  std::vector<std::string> cgroup_procs;
 };
 
 // Runs argv[0] (a path) with `argv` and `env` ("NAME=value" each). The child is killed when this

@@ -42,6 +42,14 @@ TEST(SubprocessTest, ADetachedChildLeadsItsOwnSession) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+TEST(SubprocessTest, AChildThatCannotJoinItsCgroupDoesNotRun) {
+  SpawnOptions options;
+  options.cgroup_procs = {"/nonexistent-cgroup/cgroup.procs"};
+  ASSERT_OK_AND_ASSIGN(pid_t pid, SpawnProcess({"/bin/true"}, CurrentEnvironment(), options));
+  const int status = WaitFor(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 127) << status;
+}
+
 TEST(SubprocessTest, AChildHearsSignalsItsParentBlocks) {
   // A server blocks SIGTERM in its threads to sigwait for it; its children must not inherit that.
   sigset_t term, old;

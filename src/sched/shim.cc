@@ -21,6 +21,7 @@
 #include "base/stop_request.h"
 #include "base/subprocess.h"
 #include "base/unique_fd.h"
+#include "sched/cgroup.h"
 
 namespace reel::sched {
 namespace {
@@ -60,7 +61,9 @@ void SignalSession(int sig) {
   for (pid_t pid : SessionProcesses()) kill(pid, sig);
 }
 
-Status StartWorkers(const json& launch, std::vector<Worker>* workers) {
+// `cgroup_procs`: the job's cgroup, which each worker joins before exec.
+Status StartWorkers(const json& launch, const std::vector<std::string>& cgroup_procs,
+                    std::vector<Worker>* workers) {
   const std::string workdir = launch.value("workdir", "");
   for (const json& w : launch.at("workers")) {
     const std::string log = w.at("log").get<std::string>();
@@ -70,6 +73,7 @@ Status StartWorkers(const json& launch, std::vector<Worker>* workers) {
     options.stdout_fd = fd.get();
     options.stderr_fd = fd.get();
     options.workdir = workdir;
+    options.cgroup_procs = cgroup_procs;
     REEL_ASSIGN_OR_RETURN(const pid_t pid,
                           SpawnProcess(w.at("argv").get<std::vector<std::string>>(),
                                        w.at("env").get<std::vector<std::string>>(), options));
@@ -116,6 +120,49 @@ json Outcome(const std::vector<Worker>& workers, const std::string& memory_reaso
   return out;
 }
 
+// Holds the job to its memory: a cgroup of its own where the machine allows one (the kernel
+// kills past the limit; the workers join it before exec and their children inherit it; the shim
+// stays out, so that the kernel never picks it), else the resident memory of every process of
+// the session summed each poll (Slurm's OverMemoryKill).
+class MemoryGuard {
+ public:
+  MemoryGuard(const std::string& dir, int64_t limit) : limit_(limit) {
+    if (limit_ <= 0) return;
+    const std::string name = dir.substr(dir.find_last_of('/') + 1) + "-" + std::to_string(getpid());
+    Result<std::unique_ptr<JobCgroup>> group = JobCgroup::Create(name, {limit_, ""});
+    if (group.ok()) group_ = std::move(*group);
+    if (!group.ok()) std::fprintf(stderr, "reel job shim: %s\n", group.status().ToString().c_str());
+  }
+
+  // Whether the job went over its memory just now (then reason() says how).
+  bool Check() {
+    if (limit_ <= 0 || !reason_.empty()) return false;
+    if (group_) {
+      if (!group_->OomKilled()) return false;
+      reason_ = "over its memory: " + FormatMemory(group_->PeakBytes() / (1 << 20) * (1 << 20)) +
+                " at its peak, " + FormatMemory(limit_) + " requested (killed by the kernel, " +
+                group_->kind() + ")";
+      return true;
+    }
+    int64_t rss = 0;
+    for (pid_t pid : SessionProcesses()) rss += ResidentBytes(pid);
+    if (rss <= limit_) return false;
+    reason_ = "over its memory: " + FormatMemory(rss / (1 << 20) * (1 << 20)) + " resident, " +
+              FormatMemory(limit_) + " requested";
+    return true;
+  }
+  const std::string& reason() const { return reason_; }
+  std::vector<std::string> cgroup_procs() const {
+    return group_ ? group_->ProcsFiles() : std::vector<std::string>();
+  }
+  std::string kind() const { return limit_ <= 0 ? "none" : group_ ? group_->kind() : "polling"; }
+
+ private:
+  int64_t limit_;
+  std::unique_ptr<JobCgroup> group_;
+  std::string reason_;
+};
+
 void IgnoreTerm(int) {}
 
 }  // namespace
@@ -140,12 +187,18 @@ int RunShim(const std::string& dir) {
     try {  // nlohmann's exceptions stop here: a malformed launch file fails the job
       memory = launch->value("memory_bytes", int64_t{0});
       poll_ms = launch->value("poll_ms", 100);
-      started = StartWorkers(*launch, &workers);
     } catch (const json::exception& e) {
       started = InvalidArgumentError(dir + "/launch.json: " + e.what());
     }
   }
-  std::string memory_reason;
+  MemoryGuard guard(dir, memory);  // before the workers start, so that they start in its cgroup
+  if (started.ok()) {
+    try {
+      started = StartWorkers(*launch, guard.cgroup_procs(), &workers);
+    } catch (const json::exception& e) {
+      started = InvalidArgumentError(dir + "/launch.json: " + e.what());
+    }
+  }
   bool stopping = !started.ok();
   if (!started.ok()) SignalSession(SIGKILL);
   while (std::any_of(workers.begin(), workers.end(), [](const Worker& w) { return w.running; })) {
@@ -153,20 +206,14 @@ int RunShim(const std::string& dir) {
       SignalSession(SIGTERM);  // a gang lives and dies together
       stopping = true;
     }
-    if (memory > 0 && memory_reason.empty()) {
-      int64_t rss = 0;
-      for (pid_t pid : SessionProcesses()) rss += ResidentBytes(pid);
-      if (rss > memory) {
-        memory_reason = "over its memory: " + FormatMemory(rss / (1 << 20) * (1 << 20)) +
-                        " resident, " + FormatMemory(memory) + " requested";
-        SignalSession(SIGKILL);
-      }
-    }
+    if (guard.Check()) SignalSession(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
   }
   // Whatever the workers left running in the session ends with the job.
   SignalSession(SIGKILL);
-  json outcome = Outcome(workers, memory_reason);
+  guard.Check();  // the kernel may have killed the last worker for its memory
+  json outcome = Outcome(workers, guard.reason());
+  outcome["memory_enforcement"] = guard.kind();
   if (!started.ok()) {
     outcome["exit_code"] = 127;
     outcome["reason"] = std::string(started.message());
