@@ -277,8 +277,11 @@ void AddSubmit(CLI::App* jobs, Flags* f, int* exit_code) {
   submit->add_option("--time-limit", f->time_limit, "stopped after this long (e.g. 2h)");
   submit->add_option("--ttl", f->ttl,
                      "remove its $REEL_SCRATCH this long after it ends (default 0s)");
-  submit->add_option("--env", f->env, "NAME=VALUE for every worker (repeatable)");
-  submit->add_option("--selector", f->selector, "LABEL=VALUE a node must have (repeatable)");
+  // One value per occurrence: a list option would swallow the command after it.
+  submit->add_option("--env", f->env, "NAME=VALUE for every worker (repeatable)")
+      ->allow_extra_args(false);
+  submit->add_option("--selector", f->selector, "LABEL=VALUE a node must have (repeatable)")
+      ->allow_extra_args(false);
   submit->add_option("command", f->command, "the program and its arguments")->required();
   submit->callback([f, exit_code] { *exit_code = RunSubmit(*f); });
 }

@@ -20,7 +20,7 @@ trap cleanup EXIT
 cat > "$WORK/cluster.yaml" <<'EOF'
 nodes:
   - {name: a, cpu: 2, memory: 4Gi, gpu: 2, cost_per_hour: 3}
-  - {name: b, cpu: 2, memory: 4Gi, cost_per_hour: 3}
+  - {name: b, cpu: 2, memory: 4Gi, cost_per_hour: 3, cpuset: "0-1", labels: {pin: "yes"}}
   - {name: s, cpu: 2, memory: 4Gi, spot: true, cost_per_hour: 1}
 queues:
   - {name: default, quota: {cpu: 6, memory: 12Gi, gpu: 2}}
@@ -74,6 +74,20 @@ check "and gets the GPU the first gave back" bash -c "'$REEL' jobs wait $g3 --ti
 "$REEL" jobs cancel "$g2" > /dev/null
 "$REEL" jobs wait "$g2" --timeout 30s > /dev/null
 
+echo "2c. on a node with a cpuset, whole CPUs get cores of their own and a fraction shares the rest"
+cpus_to() { echo "grep Cpus_allowed_list: /proc/self/status | cut -f2 > $1"; }
+c1=$("$REEL" jobs submit --cpu 1 --selector pin=yes -- sh -c "$(cpus_to cpus.1); while [ ! -e cpus.go ]; do sleep 0.05; done")
+wait_state "$c1" running
+c2=$("$REEL" jobs submit --cpu 0.5 --selector pin=yes -- sh -c "$(cpus_to cpus.2)")
+"$REEL" jobs wait "$c2" --timeout 30s > /dev/null
+touch cpus.go
+"$REEL" jobs wait "$c1" --timeout 30s > /dev/null
+c3=$("$REEL" jobs submit --cpu 2 --selector pin=yes -- sh -c "$(cpus_to cpus.3)")
+"$REEL" jobs wait "$c3" --timeout 30s > /dev/null
+check "one CPU: core 0 alone" test "$(cat cpus.1)" = 0
+check "half a CPU: the core no one holds" test "$(cat cpus.2)" = 1
+check "two CPUs: both cores" test "$(cat cpus.3)" = 0-1
+
 echo "3. a bad job is refused"
 "$REEL" jobs submit --queue nope -- true > "$WORK/bad.out" 2>&1
 check "an unknown queue exits 3" test $? -eq 3
@@ -93,6 +107,9 @@ check "naming file, line and the node" grep -q "bad-cluster.yaml:2:5: key 'nodes
 printf 'nodes:\n  - {name: x, cpu: 2, memory: 1Gi}\nqueues:\n  - {name: q, quota: {cpu: 1, gpus: 1}}\n' > bad-cluster.yaml
 "$REEL" scheduler serve --state "$WORK/other" --cluster bad-cluster.yaml --port 0 > bad.out 2>&1
 check "a typo in a quota exits 3" bash -c "[ $? -eq 3 ] && grep -q \"unknown key 'queues\[0\].quota.gpus'\" bad.out"
+printf 'nodes:\n  - {name: x, cpu: 2, memory: 1Gi, cpuset: "0,4000"}\n' > bad-cluster.yaml
+"$REEL" scheduler serve --state "$WORK/other" --cluster bad-cluster.yaml --port 0 > bad.out 2>&1
+check "a cpuset naming a core this machine lacks exits 3" bash -c "[ $? -eq 3 ] && grep -q 'cpuset 0,4000 names core 4000, which this machine does not let Reel use' bad.out"
 
 echo "4. a job over its memory is stopped and says so"
 mem=$("$REEL" jobs submit --memory 64Mi -- python3 -c 'import time; x = bytearray(400 << 20); time.sleep(30)')
@@ -226,5 +243,5 @@ check "the loader went on with each epoch at the new world sizes" bash -c "
   grep -q 'continues at world size 1 (it was 2)' '$WORK/state/jobs/$elastic/worker-0.log' &&
   grep -q 'continues at world size 2 (it was 1)' '$WORK/state/jobs/$elastic/worker-0.log'"
 check "every epoch read each clip once, across both resizes" python3 "$HERE/each_clip_once.py" "$WORK/elastic" 1 --resized
-check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 22 ]"
+check "ls lists every job" bash -c "[ \$('$REEL' jobs ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))') = 25 ]"
 finish

@@ -1,6 +1,7 @@
 #include "base/quantity.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "base/strings.h"
@@ -168,6 +169,44 @@ std::string FormatDuration(std::chrono::milliseconds duration) {
       out += std::to_string(ms / unit) + suffix;
       ms %= unit;
     }
+  }
+  return out;
+}
+
+Result<std::vector<int>> ParseCpuList(std::string_view list) {
+  const auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("cpu list '" + std::string(list) + "': " + why +
+                                " (expected core numbers and ranges, like 0-3,6)");
+  };
+  if (!list.empty() && list.back() == ',') return bad("a trailing comma");
+  std::vector<int> cores;
+  size_t at = 0;
+  while (at < list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string_view item = list.substr(at, comma - at);
+    const size_t dash = item.find('-');
+    const std::optional<int64_t> first = ParseInt64(item.substr(0, dash));
+    const std::optional<int64_t> last =
+        dash == std::string_view::npos ? first : ParseInt64(item.substr(dash + 1));
+    if (!first || !last || *first < 0 || *last < *first || *last > 4095) {
+      return bad("'" + std::string(item) + "' is not a core or a range");
+    }
+    for (int64_t c = *first; c <= *last; ++c) cores.push_back(static_cast<int>(c));
+    at = comma + 1;
+  }
+  std::sort(cores.begin(), cores.end());
+  if (std::adjacent_find(cores.begin(), cores.end()) != cores.end()) return bad("a core twice");
+  return cores;
+}
+
+std::string FormatCpuList(const std::vector<int>& cores) {
+  std::string out;
+  for (size_t i = 0; i < cores.size();) {
+    size_t j = i;
+    while (j + 1 < cores.size() && cores[j + 1] == cores[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(cores[i]);
+    if (j > i) out += "-" + std::to_string(cores[j]);
+    i = j + 1;
   }
   return out;
 }

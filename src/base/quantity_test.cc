@@ -71,5 +71,18 @@ TEST(QuantityTest, FormatsReadBack) {
   }
 }
 
+TEST(QuantityTest, CpuListsAsLinuxWritesThem) {
+  ASSERT_OK_AND_ASSIGN(std::vector<int> cores, ParseCpuList("4,0-2"));
+  EXPECT_EQ(cores, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(FormatCpuList(cores), "0-2,4");
+  ASSERT_OK_AND_ASSIGN(cores, ParseCpuList(""));
+  EXPECT_TRUE(cores.empty());
+  EXPECT_EQ(FormatCpuList({}), "");
+  EXPECT_STATUS(ParseCpuList("3-1"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ParseCpuList("0,0"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ParseCpuList("a"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ParseCpuList("1,"), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace reel

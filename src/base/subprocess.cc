@@ -1,6 +1,7 @@
 #include "base/subprocess.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,9 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
                            const SpawnOptions& options) {
   // Built before fork: the child only calls async-signal-safe functions.
   std::vector<char*> argv, envp;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : options.cpus) CPU_SET(c, &cpus);
   for (const auto& a : argv_strings) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
@@ -44,6 +48,7 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
     if (options.stdout_fd >= 0 && dup2(options.stdout_fd, STDOUT_FILENO) < 0) _exit(127);
     if (options.stderr_fd >= 0 && dup2(options.stderr_fd, STDERR_FILENO) < 0) _exit(127);
     if (!options.workdir.empty() && chdir(options.workdir.c_str()) != 0) _exit(127);
+    if (!options.cpus.empty() && sched_setaffinity(0, sizeof cpus, &cpus) != 0) _exit(127);
     for (const std::string& procs : options.cgroup_procs) {
       const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);  // "0": the writing process
       if (fd < 0 || write(fd, "0", 1) != 1) _exit(127);

@@ -24,6 +24,9 @@ struct SpawnOptions {
   // cgroup.procs files the child writes itself into before exec, so that it starts inside those
   // cgroups (sched/cgroup.h); exit 127 when it cannot.
   std::vector<std::string> cgroup_procs;
+  // Non-empty: the cores the child (and what it starts) may run on (sched_setaffinity); exit 127
+  // when the kernel refuses them.
+  std::vector<int> cpus;
 };
 
 // Runs argv[0] (a path) with `argv` and `env` ("NAME=value" each). The child is killed when this

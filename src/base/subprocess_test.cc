@@ -50,6 +50,21 @@ TEST(SubprocessTest, AChildThatCannotJoinItsCgroupDoesNotRun) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 127) << status;
 }
 
+TEST(SubprocessTest, AChildRunsOnTheCoresItIsGiven) {
+  SpawnOptions options;
+  options.cpus = {0};
+  ASSERT_OK_AND_ASSIGN(
+      pid_t pid, SpawnProcess({"/bin/sh", "-c",
+                               "grep -q 'Cpus_allowed_list:[[:space:]]*0$' /proc/self/status"},
+                              CurrentEnvironment(), options));
+  int status = WaitFor(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  options.cpus = {4095};  // no such core: the child does not run
+  ASSERT_OK_AND_ASSIGN(pid, SpawnProcess({"/bin/true"}, CurrentEnvironment(), options));
+  status = WaitFor(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 127) << status;
+}
+
 TEST(SubprocessTest, AChildHearsSignalsItsParentBlocks) {
   // A server blocks SIGTERM in its threads to sigwait for it; its children must not inherit that.
   sigset_t term, old;

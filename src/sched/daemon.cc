@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <filesystem>
@@ -35,15 +36,34 @@ namespace {
 namespace fs = std::filesystem;
 using http::Request;
 using http::Response;
+using internal::CoreMap;
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes) {
+// A node's `cpuset`: cores of this machine it owns, pinned to its jobs' workers. Cores the
+// daemon may not run on are refused (a worker pinned to them could not start).
+Status LoadCpuset(const ConfigNode& e, const std::string& node, CoreMap* cores) {
+  REEL_ASSIGN_OR_RETURN(std::string text, e.GetString("cpuset", ""));
+  Result<std::vector<int>> list = ParseCpuList(text);
+  if (!list.ok()) return e.Error(std::string(list.status().message()));
+  const std::vector<int> allowed = AllowedCpus();
+  for (int c : *list) {
+    if (!std::binary_search(allowed.begin(), allowed.end(), c)) {
+      return e.Error("cpuset " + text + " names core " + std::to_string(c) +
+                     ", which this machine does not let Reel use (it may use " +
+                     FormatCpuList(allowed) + ")");
+    }
+  }
+  if (!list->empty()) (*cores)[node] = *list;
+  return Status::Ok();
+}
+
+Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes, CoreMap* cores) {
   REEL_ASSIGN_OR_RETURN(ConfigNode list, root.Child("nodes"));
   REEL_ASSIGN_OR_RETURN(std::vector<ConfigNode> elements, list.Elements());
   for (const ConfigNode& e : elements) {
     REEL_RETURN_IF_ERROR(
-        e.CheckKeys({"name", "cpu", "memory", "gpu", "spot", "cost_per_hour", "labels"}));
+        e.CheckKeys({"name", "cpu", "memory", "gpu", "spot", "cost_per_hour", "labels", "cpuset"}));
     Node n;
     REEL_ASSIGN_OR_RETURN(n.name, e.GetString("name"));
     REEL_ASSIGN_OR_RETURN(n.capacity, internal::ReadResources(e, Resources{-1, -1, 0}, false));
@@ -52,6 +72,7 @@ Status LoadNodes(const ConfigNode& root, std::vector<Node>* nodes) {
     }
     REEL_ASSIGN_OR_RETURN(n.spot, e.GetBool("spot", false));
     REEL_ASSIGN_OR_RETURN(n.cost_per_hour, e.GetDouble("cost_per_hour", 0));
+    REEL_RETURN_IF_ERROR(LoadCpuset(e, n.name, cores));
     if (e.Has("labels")) {
       REEL_ASSIGN_OR_RETURN(ConfigNode labels, e.Child("labels"));
       for (const std::string& k : labels.Keys()) {
@@ -88,6 +109,7 @@ Status LoadQueues(const ConfigNode& root, std::vector<QueueSpec>* queues) {
 
 struct Cluster {
   std::vector<Node> nodes;
+  CoreMap cores;  // node -> the machine's cores it pins its workers to (none: not pinned)
   std::vector<QueueSpec> queues;
   std::string executor = "local";  // or "slurm"
   std::string partition;           // slurm: "" = the default partition
@@ -109,13 +131,14 @@ Result<Cluster> LoadCluster(const std::string& file) {
   Cluster c;
   if (file.empty()) {
     c.nodes.push_back(Node{"local", MachineCapacity(), {}, false, 0});
+    c.cores["local"] = AllowedCpus();  // this machine: its jobs' workers get cores of their own
     return c;
   }
   REEL_ASSIGN_OR_RETURN(ConfigNode root, ConfigNode::LoadFile(file));
   REEL_RETURN_IF_ERROR(root.CheckKeys({"nodes", "queues", "executor"}));
   REEL_RETURN_IF_ERROR(LoadExecutor(root, &c));
   if (root.Has("nodes")) {
-    REEL_RETURN_IF_ERROR(LoadNodes(root, &c.nodes));
+    REEL_RETURN_IF_ERROR(LoadNodes(root, &c.nodes, &c.cores));
   } else if (c.executor == "slurm") {
     REEL_ASSIGN_OR_RETURN(c.nodes, internal::SlurmNodes(c.partition));  // as Slurm has them
   } else {
@@ -509,9 +532,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   REEL_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(options.cluster_file));
-  impl->runner = cluster.executor == "slurm"
-                     ? internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition)
-                     : internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes);
+  impl->runner =
+      cluster.executor == "slurm"
+          ? internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition)
+          : internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes, cluster.cores);
   REEL_ASSIGN_OR_RETURN(impl->scheduler,
                         Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
   REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));

@@ -4,6 +4,7 @@
 // Thread-safety: used under the daemon's mutex.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,9 +44,14 @@ class JobRunner {
 // `reel_binary` runs the supervisors. `nodes`: the cluster's, for their GPU counts: each worker
 // gets CUDA_VISIBLE_DEVICES with the indices it was handed on its node (none: ""), so two jobs
 // never share a GPU; on the machine's own node ("local") the indices name the GPUs that
-// CUDA_VISIBLE_DEVICES listed for the daemon.
+// CUDA_VISIBLE_DEVICES listed for the daemon. `cores`: per node, the machine's cores its
+// workers are pinned to, as kubelet's static CPU manager does: a worker asking for whole CPUs
+// gets that many cores of its own; others share the node's cores that no one holds (none
+// listed: not pinned).
+using CoreMap = std::map<std::string, std::vector<int>>;
 std::unique_ptr<JobRunner> MakeLocalJobRunner(std::string reel_binary,
-                                              const std::vector<Node>& nodes);
+                                              const std::vector<Node>& nodes,
+                                              const CoreMap& cores = {});
 // Batch jobs on the Slurm cluster SLURM_CONF names (sbatch, squeue, scontrol, scancel).
 std::unique_ptr<JobRunner> MakeSlurmJobRunner(std::string reel_binary, std::string partition);
 

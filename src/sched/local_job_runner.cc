@@ -38,17 +38,68 @@ int FreePort() {
   return port;
 }
 
+// Things handed out by number, one holder each: a node's GPUs (by index) or its cores.
+class Pool {
+ public:
+  void Add(const std::string& node, const std::vector<int>& ids) {
+    for (int id : ids) slots_[node].push_back({id, ""});
+  }
+  bool Has(const std::string& node) const { return slots_.count(node) > 0; }
+  // `count` free ones of `node` for `job`, taken; fewer when the node has fewer free (the
+  // scheduler's counts make that a bug elsewhere, so the worker simply gets what is there).
+  std::vector<int> Take(const std::string& node, int64_t count, const std::string& job) {
+    std::vector<int> taken;
+    for (auto& [id, holder] : Slots(node)) {
+      if (static_cast<int64_t>(taken.size()) == count) break;
+      if (!holder.empty()) continue;
+      holder = job;
+      taken.push_back(id);
+    }
+    return taken;
+  }
+  void Hold(const std::string& node, int id, const std::string& job) {
+    for (auto& [i, holder] : Slots(node)) {
+      if (i == id) holder = job;
+    }
+  }
+  void Release(const std::string& job) {
+    for (auto& [node, slots] : slots_) {
+      for (auto& [id, holder] : slots) {
+        if (holder == job) holder.clear();
+      }
+    }
+  }
+  // The ones of `node` no one holds; all of them when every one is held.
+  std::vector<int> Unheld(const std::string& node) {
+    std::vector<int> free, all;
+    for (const auto& [id, holder] : Slots(node)) {
+      all.push_back(id);
+      if (holder.empty()) free.push_back(id);
+    }
+    return free.empty() ? all : free;
+  }
+
+ private:
+  std::vector<std::pair<int, std::string>>& Slots(const std::string& node) { return slots_[node]; }
+  std::map<std::string, std::vector<std::pair<int, std::string>>> slots_;
+};
+
 class LocalJobRunner : public JobRunner {
  public:
-  LocalJobRunner(std::string reel_binary, const std::vector<Node>& nodes)
+  LocalJobRunner(std::string reel_binary, const std::vector<Node>& nodes, const CoreMap& cores)
       : reel_binary_(std::move(reel_binary)) {
-    for (const Node& n : nodes) gpus_[n.name].assign(static_cast<size_t>(n.capacity.gpu), "");
+    for (const Node& n : nodes) {
+      std::vector<int> indices(static_cast<size_t>(n.capacity.gpu));
+      for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int>(i);
+      gpus_.Add(n.name, indices);
+    }
+    for (const auto& [node, list] : cores) cores_.Add(node, list);
   }
 
   Result<int64_t> Start(const JobRecord& job, const std::vector<std::string>& nodes,
                         const std::string& dir) override {
     Result<int64_t> shim = Spawn(job, nodes, dir);
-    if (!shim.ok()) ReleaseGpus(job.spec.id);  // it never ran: nothing will report its end
+    if (!shim.ok()) Release(job.spec.id);  // it never ran: nothing will report its end
     return shim;
   }
 
@@ -59,19 +110,30 @@ class LocalJobRunner : public JobRunner {
   void Adopt(const JobRecord& job, const std::string& dir) override {
     Result<std::string> text = ReadFileToString(dir + "/launch.json", "job launch file");
     Result<json> launch = text.ok() ? ParseJson(*text, "launch.json") : Result<json>(text.status());
-    if (!launch.ok() || !launch->contains("gpus")) return;
-    for (const auto& [node, indices] : (*launch)["gpus"].items()) {
-      for (const json& i : indices) Hold(node, i.get<int>(), job.spec.id);
+    if (!launch.ok() || !launch->is_object()) return;
+    for (const auto& [key, pool] :
+         {std::pair<const char*, Pool*>{"gpus", &gpus_}, {"cores", &cores_}}) {
+      if (!launch->contains(key) || !(*launch)[key].is_object()) continue;
+      for (const auto& [node, ids] : (*launch)[key].items()) {
+        for (const json& i : ids) {
+          if (i.is_number_integer()) pool->Hold(node, i.get<int>(), job.spec.id);
+        }
+      }
     }
   }
 
   std::optional<JobEnd> Poll(const JobRecord& job, const std::string& dir) override {
     std::optional<JobEnd> end = Ended(job, dir);
-    if (end) ReleaseGpus(job.spec.id);
+    if (end) Release(job.spec.id);
     return end;
   }
 
  private:
+  void Release(const std::string& job) {
+    gpus_.Release(job);
+    cores_.Release(job);
+  }
+
   Result<int64_t> Spawn(const JobRecord& job, const std::vector<std::string>& nodes,
                         const std::string& dir) {
     std::error_code error;
@@ -102,35 +164,6 @@ class LocalJobRunner : public JobRunner {
     return std::nullopt;
   }
 
-  void Hold(const std::string& node, int index, const std::string& job) {
-    auto it = gpus_.find(node);
-    if (it != gpus_.end() && index >= 0 && static_cast<size_t>(index) < it->second.size()) {
-      it->second[static_cast<size_t>(index)] = job;
-    }
-  }
-
-  void ReleaseGpus(const std::string& job) {
-    for (auto& [node, holders] : gpus_) {
-      for (std::string& holder : holders) {
-        if (holder == job) holder.clear();
-      }
-    }
-  }
-
-  // `count` free GPU indices of `node` for `job`, taken; fewer when the node has fewer free (the
-  // scheduler's counts make that a bug elsewhere, so the worker simply gets what is there).
-  std::vector<int> TakeGpus(const std::string& node, int64_t count, const std::string& job) {
-    std::vector<int> taken;
-    auto it = gpus_.find(node);
-    if (it == gpus_.end()) return taken;
-    for (size_t i = 0; i < it->second.size() && static_cast<int64_t>(taken.size()) < count; ++i) {
-      if (!it->second[i].empty()) continue;
-      it->second[i] = job;
-      taken.push_back(static_cast<int>(i));
-    }
-    return taken;
-  }
-
   // CUDA_VISIBLE_DEVICES for `indices` on `node` (the daemon's own list on the local node).
   static std::string DeviceList(const std::string& node, const std::vector<int>& indices) {
     const std::vector<std::string> visible =
@@ -145,6 +178,17 @@ class LocalJobRunner : public JobRunner {
     return list;
   }
 
+  // The cores a worker on `node` runs on: whole CPUs asked get cores of their own (recorded in
+  // `held` for a restarted daemon); a fraction shares the cores no one holds. None: unpinned.
+  std::vector<int> CoresFor(const JobRecord& job, const std::string& node, json* held) {
+    if (!cores_.Has(node)) return {};
+    const int64_t millis = job.spec.per_worker.cpu_millis;
+    if (millis < 1000 || millis % 1000 != 0) return cores_.Unheld(node);
+    std::vector<int> mine = cores_.Take(node, millis / 1000, job.spec.id);
+    for (int c : mine) (*held)[node].push_back(c);
+    return mine;
+  }
+
   Result<json> LaunchFile(const JobRecord& job, const std::vector<std::string>& nodes,
                           const std::string& dir) {
     json launch = {{"workdir", job.workdir}, {"poll_ms", 100}, {"workers", json::array()}};
@@ -153,9 +197,11 @@ class LocalJobRunner : public JobRunner {
     REEL_ASSIGN_OR_RETURN(argv[0], ResolveProgram(argv[0], reel_binary_));
     const int port = FreePort();
     launch["gpus"] = json::object();
+    launch["cores"] = json::object();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const std::vector<int> gpus = TakeGpus(nodes[i], job.spec.per_worker.gpu, job.spec.id);
+      const std::vector<int> gpus = gpus_.Take(nodes[i], job.spec.per_worker.gpu, job.spec.id);
       for (int g : gpus) launch["gpus"][nodes[i]].push_back(g);
+      const std::vector<int> cpus = CoresFor(job, nodes[i], &launch["cores"]);
       std::vector<std::string> env = {"CUDA_VISIBLE_DEVICES=" + DeviceList(nodes[i], gpus),
                                       "RANK=" + std::to_string(i),
                                       "WORLD_SIZE=" + std::to_string(nodes.size()),
@@ -168,20 +214,23 @@ class LocalJobRunner : public JobRunner {
       for (const auto& [k, v] : job.env) env.push_back(k + "=" + v);
       launch["workers"].push_back({{"argv", argv},
                                    {"env", CurrentEnvironment(env)},
+                                   {"cpus", cpus},
                                    {"log", dir + "/worker-" + std::to_string(i) + ".log"}});
     }
     return launch;
   }
 
   std::string reel_binary_;
-  std::map<std::string, std::vector<std::string>> gpus_;  // node -> each GPU's job ("" free)
+  Pool gpus_;   // per node, GPU indices
+  Pool cores_;  // per node, the machine's cores it pins
 };
 
 }  // namespace
 
 std::unique_ptr<JobRunner> MakeLocalJobRunner(std::string reel_binary,
-                                              const std::vector<Node>& nodes) {
-  return std::make_unique<LocalJobRunner>(std::move(reel_binary), nodes);
+                                              const std::vector<Node>& nodes,
+                                              const CoreMap& cores) {
+  return std::make_unique<LocalJobRunner>(std::move(reel_binary), nodes, cores);
 }
 
 }  // namespace reel::sched::internal

@@ -1,5 +1,6 @@
 #include "sched/runner.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -379,6 +380,17 @@ std::string WorkdirOr(const std::string& workdir) {
 }
 
 }  // namespace
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  }
+  return cores;
+}
 
 Resources MachineCapacity() {
   Resources r;

@@ -50,6 +50,9 @@ struct RunnerOptions {
 // The GPUs CUDA_VISIBLE_DEVICES lists, in order (none when it is unset).
 std::vector<std::string> VisibleGpuIds();
 
+// The cores this process may run on (its affinity), ascending.
+std::vector<int> AllowedCpus();
+
 // This machine: its cores, its memory, and the GPUs CUDA_VISIBLE_DEVICES lists (none if unset).
 Resources MachineCapacity();
 

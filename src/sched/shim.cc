@@ -74,6 +74,7 @@ Status StartWorkers(const json& launch, const std::vector<std::string>& cgroup_p
     options.stderr_fd = fd.get();
     options.workdir = workdir;
     options.cgroup_procs = cgroup_procs;
+    options.cpus = w.value("cpus", std::vector<int>());
     REEL_ASSIGN_OR_RETURN(const pid_t pid,
                           SpawnProcess(w.at("argv").get<std::vector<std::string>>(),
                                        w.at("env").get<std::vector<std::string>>(), options));
