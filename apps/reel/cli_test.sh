@@ -44,9 +44,20 @@ check "smoke cleaned up" bash -c "! find '$WORK/reel-data/smoke' -type f | grep 
 "$REEL" --log-level loud storage ls "$WORK" 2> "$WORK/err"; code=$?
 check "bad log level refused" test "$code" -ne 0
 
+# A trace replayed through the scheduler's core: a table per policy; mistakes exit clearly.
+head -2001 "$(dirname "$0")/../../testdata/traces/philly.csv" > "$WORK/trace.csv"
+check "sched simulate prints a row per policy and backfill setting" bash -c "
+  '$REEL' sched simulate --trace '$WORK/trace.csv' --policy fifo,las --json '$WORK/sim.json' > '$WORK/sim.out' &&
+  grep -q '^2000 jobs on ' '$WORK/sim.out' && [ \$(grep -Ec '^(fifo|las) +(on|off) ' '$WORK/sim.out') = 4 ] &&
+  python3 -c 'import json; rows = json.load(open(\"$WORK/sim.json\")); assert len(rows) == 4 and all(r[\"jobs\"] == 2000 for r in rows)'"
+"$REEL" sched simulate --trace "$WORK/trace.csv" --policy random > "$WORK/sim.err" 2>&1
+check "an unknown policy exits 3" bash -c "[ $? -eq 3 ] && grep -q \"unknown policy 'random'\" '$WORK/sim.err'"
+"$REEL" sched simulate --trace "$WORK/none.csv" > "$WORK/sim.err" 2>&1
+check "a missing trace exits 2" bash -c "[ $? -eq 2 ] && grep -q 'cannot read trace' '$WORK/sim.err'"
+
 # --help lists exactly the commands that exist (README and docs promise no others).
 listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
-check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes" \
-  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes "
+check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched" \
+  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched "
 
 finish

@@ -26,6 +26,7 @@ void RegisterPredict(CLI::App& app, int* exit_code);   // reel predict (offline 
 void RegisterFeatures(CLI::App& app, int* exit_code);  // reel features (embeddings per clip)
 void RegisterPipeline(CLI::App& app, int* exit_code);  // reel pipeline run|retry|ls|status|logs
 void RegisterJobs(CLI::App& app, int* exit_code);  // reel scheduler serve, reel jobs, reel nodes
+void RegisterSimulate(CLI::App& app, int* exit_code);  // reel sched simulate
 
 // For `reel serve` and `reel predict`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts
 // this process again (OpenMP reads it only when loaded). Call first in main; returns for every

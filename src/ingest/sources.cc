@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/csv.h"
 #include "base/hash.h"
-#include "ingest/csv.h"
 
 namespace reel::ingest {
 namespace {

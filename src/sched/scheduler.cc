@@ -535,7 +535,7 @@ struct Scheduler::State {
         continue;
       }
       if (blocked) continue;
-      if (TryPreempt(j, &out)) {
+      if (options.preemption && TryPreempt(j, &out)) {
         blocked = true;
         reserved.assign(nodes.size(), 0);
         for (int n : j.nominated) reserved[n] = 1;
@@ -674,6 +674,18 @@ Status Scheduler::Submit(JobSpec spec, Clock::TimePoint now) {
   State::JobState* raw = job.get();
   s_->jobs[raw->spec.id] = std::move(job);
   s_->queues[raw->queue].line[{raw->spec.priority, raw->seq}] = raw;
+  return Status::Ok();
+}
+
+Status Scheduler::SetPriority(const std::string& id, int priority) {
+  const auto it = s_->jobs.find(id);
+  if (it == s_->jobs.end()) return NotFoundError("no job " + id);
+  State::JobState& j = *it->second;
+  if (j.spec.priority == priority) return Status::Ok();
+  auto& line = s_->queues[j.queue].line;
+  const bool waiting = line.erase({j.spec.priority, j.seq}) > 0;
+  j.spec.priority = priority;
+  if (waiting) line[{j.spec.priority, j.seq}] = &j;
   return Status::Ok();
 }
 

@@ -101,7 +101,8 @@ struct SchedulerOptions {
   // DefaultTime).
   std::chrono::milliseconds default_time_limit{24 * 3600 * 1000};
   int max_backfill_tests =
-      500;  // jobs tried behind a blocked one per cycle (Slurm's bf_max_job_test)
+      500;  // jobs tried behind a blocked one per cycle (Slurm's bf_max_job_test); 0: no backfill
+  bool preemption = true;  // false: a job that does not fit waits, whatever its priority
 };
 
 // Counters since Make, for benchmarks and the daemon's metrics.
@@ -148,6 +149,11 @@ class Scheduler {
   // takes no work until Restore(). Errors: NotFound.
   Result<std::vector<Decision>> Reclaim(const std::string& node, Clock::TimePoint now);
   Status Restore(const std::string& node);
+
+  // A new priority for a job: a pending one moves to its new place in line (submission order
+  // among equals); a running one is judged by it when another looks for jobs to preempt.
+  // Errors: NotFound.
+  Status SetPriority(const std::string& job, int priority);
 
   // A job that ended (Finished) goes back in line at its old place: it stopped by itself to be
   // run again (exit 75 without being asked). Errors: NotFound; FailedPrecondition unless done.

@@ -151,6 +151,35 @@ TEST(SchedulerTest, AJobThatFinishesWhileBeingPreemptedIsDoneAndFreesItsRoom) {
   EXPECT_EQ(Text(s->Schedule(kT0 + minutes(3))), Lines{});
 }
 
+TEST(SchedulerTest, WithoutPreemptionAHigherPriorityJobWaits) {
+  SchedulerOptions options;
+  options.preemption = false;
+  auto made = Scheduler::Make({MakeNode("n1", 2)}, {}, options);
+  ASSERT_OK(made);
+  Scheduler& s = **made;
+  ASSERT_OK(s.Submit(MakeJob("low", 2), kT0));
+  EXPECT_EQ(Text(s.Schedule(kT0)), (Lines{"start low n1"}));
+  ASSERT_OK(s.Submit(MakeJob("vip", 2, 1, 10), kT0 + minutes(1)));
+  EXPECT_EQ(Text(s.Schedule(kT0 + minutes(1))), Lines{});
+  ASSERT_OK(s.Finished("low", kT0 + minutes(2)));
+  EXPECT_EQ(Text(s.Schedule(kT0 + minutes(2))), (Lines{"start vip n1"}));
+}
+
+TEST(SchedulerTest, ANewPriorityMovesAPendingJobAndMakesARunningOneAVictim) {
+  auto s = Make({MakeNode("n1", 2)});
+  ASSERT_OK(s->Submit(MakeJob("run", 2, 1, 5), kT0));
+  EXPECT_EQ(Text(s->Schedule(kT0)), (Lines{"start run n1"}));
+  ASSERT_OK(s->Submit(MakeJob("a", 2, 1, 1), kT0));
+  ASSERT_OK(s->Submit(MakeJob("b", 2, 1, 1), kT0));
+  EXPECT_EQ(Text(s->Schedule(kT0)), Lines{});  // below the running job's priority
+  ASSERT_OK(s->SetPriority("b", 3));           // b goes before a
+  ASSERT_OK(s->SetPriority("run", 0));         // and now outranks the running job
+  EXPECT_EQ(Text(s->Schedule(kT0 + minutes(1))), (Lines{"preempt run"}));
+  ASSERT_OK(s->Stopped("run", kT0 + minutes(1)).status());
+  EXPECT_EQ(Text(s->Schedule(kT0 + minutes(1))), (Lines{"start b n1"}));
+  EXPECT_STATUS(s->SetPriority("nope", 1), StatusCode::kNotFound);
+}
+
 TEST(SchedulerTest, BackfillNeverDelaysTheReservation) {
   auto s = Make({MakeNode("n1", 4), MakeNode("n2", 4)});
   JobSpec x = MakeJob("x", 4);

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "base/csv.h"
 #include "base/thread_pool.h"
 #include "dataset/manifest.h"
 #include "dataset/shard_reader.h"
-#include "ingest/csv.h"
 #include "ingest/sources.h"
 #include "serve/predict.h"
 #include "storage/open.h"
@@ -75,7 +75,7 @@ struct ListEntry {
 
 // A CSV list: a header naming "path" (or "uri") and optionally "label".
 Result<std::vector<ListEntry>> CsvEntries(std::string_view text, const std::string& name) {
-  REEL_ASSIGN_OR_RETURN(std::vector<ingest::CsvRow> rows, ingest::ParseCsv(text, name));
+  REEL_ASSIGN_OR_RETURN(std::vector<CsvRow> rows, ParseCsv(text, name));
   if (rows.empty()) return InvalidArgumentError(name + ": empty list");
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < rows[0].fields.size(); ++i) {

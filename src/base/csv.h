@@ -1,4 +1,4 @@
-// Internal to ingest: RFC 4180 CSV (quoted fields, doubled quotes, commas and newlines inside
+// RFC 4180 CSV (quoted fields, doubled quotes, commas and newlines inside
 // quotes, CRLF or LF) for the CSV listings users already have.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 
-namespace reel::ingest {
+namespace reel {
 
 struct CsvRow {
   int line = 0;  // 1-based line where the row starts, for error messages
@@ -19,4 +19,4 @@ struct CsvRow {
 // Blank lines are skipped.
 Result<std::vector<CsvRow>> ParseCsv(std::string_view text, std::string_view source_name);
 
-}  // namespace reel::ingest
+}  // namespace reel

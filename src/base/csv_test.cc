@@ -1,10 +1,10 @@
-#include "ingest/csv.h"
+#include "base/csv.h"
 
 #include <gtest/gtest.h>
 
 #include "testing/status_matchers.h"
 
-namespace reel::ingest {
+namespace reel {
 namespace {
 
 TEST(CsvTest, QuotedFieldsCommasNewlinesAndCrlf) {
@@ -33,4 +33,4 @@ TEST(CsvTest, UnterminatedQuoteNamesTheLine) {
 }
 
 }  // namespace
-}  // namespace reel::ingest
+}  // namespace reel

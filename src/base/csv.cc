@@ -1,6 +1,6 @@
-#include "ingest/csv.h"
+#include "base/csv.h"
 
-namespace reel::ingest {
+namespace reel {
 
 Result<std::vector<CsvRow>> ParseCsv(std::string_view text, std::string_view source_name) {
   std::vector<CsvRow> rows;
@@ -70,4 +70,4 @@ Result<std::vector<CsvRow>> ParseCsv(std::string_view text, std::string_view sou
   return rows;
 }
 
-}  // namespace reel::ingest
+}  // namespace reel
