@@ -36,4 +36,9 @@ function(reel_add_test name)
   if(ARG_FIXTURES)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()
+  # storage_s3_test stops and restarts radosgw (its retry tests): under ctest -j the other tests
+  # on the gateway would meet it down, so the tests on the Ceph cluster take turns.
+  if("ceph" IN_LIST ARG_FIXTURES)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK ceph_rgw)
+  endif()
 endfunction()
