@@ -38,7 +38,6 @@ using http::Request;
 using http::Response;
 using internal::CoreMap;
 using nlohmann::json;
-using SteadyClock = std::chrono::steady_clock;
 
 // A node's `cpuset`: cores of this machine it owns, pinned to its jobs' workers. Cores the
 // daemon may not run on are refused (a worker pinned to them could not start).
@@ -154,10 +153,13 @@ struct Daemon::Impl {
   DaemonOptions o;
   std::unique_ptr<JobStore> store;
   std::unique_ptr<Scheduler> scheduler;
-  std::unique_ptr<internal::JobRunner> runner;
+  std::shared_ptr<internal::JobRunner> runner;
+  Clock* clock = nullptr;
+
+  Clock::TimePoint Now() const { return clock->Now(); }
   std::map<std::string, JobRecord> jobs;
-  std::map<std::string, SteadyClock::time_point> kill_at;  // stopping jobs' SIGKILL times
-  std::set<std::string> swept;                             // ended jobs without scratch
+  std::map<std::string, Clock::TimePoint> kill_at;  // stopping jobs' SIGKILL times
+  std::set<std::string> swept;                      // ended jobs without scratch
   std::mutex mu;
   std::condition_variable wake;
   bool stopping = false;
@@ -181,10 +183,10 @@ struct Daemon::Impl {
     for (JobRecord& job : all) {
       const std::string id = job.spec.id;
       if (job.state == "pending") {
-        REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, SteadyClock::now()));
+        REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, Now()));
       } else if (job.state == "running" || job.state == "stopping") {
-        const auto started = SteadyClock::now() - std::chrono::milliseconds(std::max<int64_t>(
-                                                      0, NowUnixMs() - job.started_ms));
+        const auto started =
+            Now() - std::chrono::milliseconds(std::max<int64_t>(0, NowUnixMs() - job.started_ms));
         Status adopted = scheduler->Adopt(job.spec, job.nodes, started);
         if (!adopted.ok()) {
           Logger("sched")->warn("job {} cannot be adopted ({}); killing it", id, adopted.message());
@@ -194,7 +196,7 @@ struct Daemon::Impl {
           REEL_RETURN_IF_ERROR(store->Update(job));
         } else {
           runner->Adopt(job, JobDir(id));
-          if (job.state == "stopping") kill_at[id] = SteadyClock::now() + o.grace;  // asked already
+          if (job.state == "stopping") kill_at[id] = Now() + o.grace;  // asked already
         }
       }
       jobs[id] = job;
@@ -217,7 +219,7 @@ struct Daemon::Impl {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     REEL_RETURN_IF_ERROR(CollectExits());
-    for (const Decision& d : scheduler->Schedule(SteadyClock::now())) {
+    for (const Decision& d : scheduler->Schedule(Now())) {
       REEL_RETURN_IF_ERROR(Apply(d));
     }
     REEL_RETURN_IF_ERROR(NoteWhyPending());
@@ -259,7 +261,7 @@ struct Daemon::Impl {
       JobRecord& job = jobs[id];
       if (std::optional<internal::JobEnd> end = runner->Poll(job, JobDir(id))) {
         REEL_RETURN_IF_ERROR(OnExit(job, end->exit_code, end->signal, end->reason));
-      } else if (kill_at.count(id) != 0 && SteadyClock::now() >= kill_at[id]) {
+      } else if (kill_at.count(id) != 0 && Now() >= kill_at[id]) {
         runner->Signal(job, SIGKILL);
         kill_at.erase(id);
       }
@@ -275,7 +277,7 @@ struct Daemon::Impl {
 
   Status OnExit(JobRecord& job, int code, int sig, const std::string& reason) {
     const std::string id = job.spec.id;
-    const auto now = SteadyClock::now();
+    const auto now = Now();
     kill_at.erase(id);
     job.exit_code = code;
     job.shim_pid = 0;
@@ -326,7 +328,7 @@ struct Daemon::Impl {
       case Decision::Kind::kResize:
       case Decision::Kind::kStop: {
         runner->Signal(job, SIGTERM);
-        kill_at[d.job] = SteadyClock::now() + o.grace;
+        kill_at[d.job] = Now() + o.grace;
         job.state = "stopping";
         if (job.stop != "cancel") {
           job.stop = d.kind == Decision::Kind::kPreempt  ? "preempt"
@@ -356,7 +358,7 @@ struct Daemon::Impl {
     job.stop.clear();
     if (!handle.ok()) {
       // Never started: its room is given back and it ends failed with the reason.
-      REEL_RETURN_IF_ERROR(scheduler->Finished(job.spec.id, SteadyClock::now()));
+      REEL_RETURN_IF_ERROR(scheduler->Finished(job.spec.id, Now()));
       job.state = "failed";
       job.reason = std::string(handle.status().message());
       job.nodes.clear();
@@ -377,7 +379,7 @@ struct Daemon::Impl {
     REEL_RETURN_IF_ERROR(scheduler->Validate(job.spec));
     job.submitted_ms = NowUnixMs();
     REEL_RETURN_IF_ERROR(store->Add(&job).status());
-    REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, SteadyClock::now()));
+    REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, Now()));
     jobs[job.spec.id] = job;
     wake.notify_all();
     return Response::Json(201, JobToJson(job));
@@ -410,8 +412,7 @@ struct Daemon::Impl {
     if (job->state != "pending" && job->state != "running") {
       return FailedPreconditionError("job " + job->spec.id + " is " + job->state);
     }
-    REEL_ASSIGN_OR_RETURN(std::optional<Decision> stop,
-                          scheduler->Cancel(job->spec.id, SteadyClock::now()));
+    REEL_ASSIGN_OR_RETURN(std::optional<Decision> stop, scheduler->Cancel(job->spec.id, Now()));
     if (stop) {
       job->stop = "cancel";
       REEL_RETURN_IF_ERROR(Apply(*stop));
@@ -474,8 +475,7 @@ struct Daemon::Impl {
       REEL_RETURN_IF_ERROR(scheduler->Restore(node));
       return Response::Json(200, {{"node", node}, {"reclaimed", false}});
     }
-    REEL_ASSIGN_OR_RETURN(std::vector<Decision> decisions,
-                          scheduler->Reclaim(node, SteadyClock::now()));
+    REEL_ASSIGN_OR_RETURN(std::vector<Decision> decisions, scheduler->Reclaim(node, Now()));
     json preempted = json::array();
     for (const Decision& d : decisions) {
       REEL_RETURN_IF_ERROR(Apply(d));
@@ -532,10 +532,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
   REEL_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(options.cluster_file));
-  impl->runner =
-      cluster.executor == "slurm"
-          ? internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition)
-          : internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes, cluster.cores);
+  impl->clock = options.clock != nullptr ? options.clock : Clock::System();
+  if (options.runner) {
+    impl->runner = options.runner;
+  } else if (cluster.executor == "slurm") {
+    impl->runner = internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition);
+  } else {
+    impl->runner = internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes, cluster.cores);
+  }
   REEL_ASSIGN_OR_RETURN(impl->scheduler,
                         Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
   REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));
@@ -546,8 +550,13 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   server.port = options.port;
   REEL_ASSIGN_OR_RETURN(impl->server, http::Server::Start(server, std::move(router)));
   Impl* raw = impl.get();
-  impl->loop = std::thread([raw] { raw->Loop(); });
+  if (options.tick_thread) impl->loop = std::thread([raw] { raw->Loop(); });
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+Status Daemon::Tick() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->Tick();
 }
 
 std::string Daemon::url() const { return impl_->server ? impl_->server->url() : ""; }

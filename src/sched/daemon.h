@@ -29,9 +29,14 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "base/status.h"
 
 namespace reel::sched {
+
+namespace internal {
+class JobRunner;
+}
 
 struct DaemonOptions {
   std::string state_dir;
@@ -43,6 +48,11 @@ struct DaemonOptions {
   std::chrono::milliseconds tick{100};
   std::chrono::milliseconds grace{10000};  // SIGTERM to SIGKILL
   std::string reel_binary;                 // runs the shims and "reel" commands; "": this one
+  // For tests: the clock the core and the grace periods read (null: the system's), the engine
+  // that runs the jobs (null: the cluster file's), and no tick thread (the test calls Tick()).
+  Clock* clock = nullptr;
+  std::shared_ptr<internal::JobRunner> runner;
+  bool tick_thread = true;
 };
 
 class Daemon {
@@ -52,6 +62,9 @@ class Daemon {
   static Result<std::unique_ptr<Daemon>> Start(const DaemonOptions& options);
   ~Daemon();
   std::string url() const;
+  // One scheduling cycle now: collect ended jobs, run the core, act on its decisions (the tick
+  // thread does this every `tick`).
+  Status Tick();
   // Stops the API and the tick; running jobs go on under their supervisors.
   void Shutdown();
 

@@ -162,6 +162,7 @@ class Simulation {
     r.p95_jct_s = jct[std::min(jct.size() - 1, static_cast<size_t>(0.95 * jct.size()))];
     r.makespan_s = static_cast<double>(last - jobs_.front().submit_s);
     r.preemptions = preemptions_;
+    r.placements = placements_;
     return r;
   }
 
@@ -228,6 +229,7 @@ class Simulation {
         const size_t job = static_cast<size_t>(std::stoull(d.job));
         RunState& r = runs_[job];
         if (d.kind == Decision::Kind::kStart) {
+          placements_.push_back({job, t, d.nodes});
           r.started = t;
           ends_.push({t + r.remaining, job, r.generation});
           PlanDemotion(job, t);
@@ -251,6 +253,7 @@ class Simulation {
   std::vector<RunState> runs_;
   EventQueue ends_, demotions_;
   int64_t preemptions_ = 0;
+  std::vector<Placement> placements_;
 };
 
 }  // namespace

@@ -46,6 +46,17 @@ struct SimulationOptions {
   int gpus_per_node = 8;
 };
 
+// A job started: when (seconds since the trace's start) and on which nodes ("n0", "n1", ...).
+struct Placement {
+  size_t job = 0;  // index in the trace
+  int64_t at_s = 0;
+  std::vector<std::string> nodes;
+
+  friend bool operator==(const Placement& a, const Placement& b) {
+    return a.job == b.job && a.at_s == b.at_s && a.nodes == b.nodes;
+  }
+};
+
 struct SimulationResult {
   int nodes = 0;
   int64_t jobs = 0;
@@ -55,7 +66,8 @@ struct SimulationResult {
   double makespan_s = 0;   // last completion minus first submission
   double utilisation = 0;  // GPU-seconds run over GPU-seconds the cluster had in the makespan
   int64_t preemptions = 0;
-  double wall_s = 0;  // the simulation's own time
+  double wall_s = 0;                  // the simulation's own time
+  std::vector<Placement> placements;  // every start, in order
 };
 
 // The nodes `options` gives `jobs` (SimulationOptions::nodes).
