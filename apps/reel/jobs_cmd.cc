@@ -30,6 +30,7 @@
 #include "base/subprocess.h"
 #include "http/client.h"
 #include "sched/daemon.h"
+#include "sched/k8s_job.h"
 #include "sched/shim.h"
 
 namespace reel::cli {
@@ -50,6 +51,8 @@ struct Flags {
   int gpu = 0, priority = 0;
   bool spot = false;
   std::vector<std::string> env, selector, command;
+  std::string executor = "local", image, k8s_namespace, priority_class;  // --executor k8s
+  bool dry_run = false;
   // the others
   std::string id, node, timeout = "10m";
   int worker = 0;
@@ -142,9 +145,35 @@ Result<json> SubmitBody(const Flags& f) {
   return body;
 }
 
+// --executor k8s --dry-run: the job's Kubernetes objects, printed for `kubectl apply -f -`.
+Status PrintK8s(const Flags& f, const json& body) {
+  if (!f.dry_run) {
+    return FailedPreconditionError(
+        "--executor k8s applies nothing yet: give --dry-run and pipe the objects to kubectl "
+        "apply -f -");
+  }
+  REEL_ASSIGN_OR_RETURN(sched::JobRecord job, sched::JobFromJson(body));
+  sched::K8sJobOptions o;
+  o.name = f.name.empty() ? job.name : f.name;
+  o.image = f.image;
+  o.k8s_namespace = f.k8s_namespace;
+  o.kueue_queue = f.queue;
+  o.priority_class = f.priority_class;
+  REEL_ASSIGN_OR_RETURN(std::string yaml, sched::EmitJobK8s(job, o));
+  std::fputs(yaml.c_str(), stdout);
+  return Status::Ok();
+}
+
 int RunSubmit(const Flags& f) {
   Result<json> body = SubmitBody(f);
   if (!body.ok()) return Fail(kJobs, body.status());
+  if (f.executor != "local") {
+    const Status printed =
+        f.executor == "k8s"
+            ? PrintK8s(f, *body)
+            : InvalidArgumentError("--executor must be local or k8s, got '" + f.executor + "'");
+    return printed.ok() ? 0 : Fail(kJobs, printed);
+  }
   Result<json> job = Call(f, "POST", "/v1/jobs", &*body);
   if (!job.ok()) return Fail(kJobs, job.status());
   if (f.json) return PrintJson(*job);
@@ -282,6 +311,11 @@ void AddSubmit(CLI::App* jobs, Flags* f, int* exit_code) {
       ->allow_extra_args(false);
   submit->add_option("--selector", f->selector, "LABEL=VALUE a node must have (repeatable)")
       ->allow_extra_args(false);
+  submit->add_option("--executor", f->executor, "local (the scheduler, default) or k8s");
+  submit->add_flag("--dry-run", f->dry_run, "k8s: print the objects instead of applying them");
+  submit->add_option("--image", f->image, "k8s: the container image");
+  submit->add_option("--namespace", f->k8s_namespace, "k8s: the namespace");
+  submit->add_option("--priority-class", f->priority_class, "k8s: Kueue's priority class");
   submit->add_option("command", f->command, "the program and its arguments")->required();
   submit->callback([f, exit_code] { *exit_code = RunSubmit(*f); });
 }

@@ -1,13 +1,13 @@
 #include "serve/k8s.h"
 
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string_view>
 
+#include "base/k8s_yaml.h"
 #include "base/quantity.h"
 #include "base/strings.h"
 
@@ -23,34 +23,10 @@ constexpr const char* kK8sContainerName = "serve";
 constexpr const char* kK8sTokenVolume = "tokens";
 constexpr int kK8sStartupPeriodSeconds = 5;
 
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string K8sQuoted(std::string_view s) { return "'" + PrintableForMessage(s) + "'"; }
-
-// RFC 1123 label (a-z0-9 and '-', alphanumeric at both ends, 63 at most); `letter_first` makes it
-// the RFC 1035 label Kubernetes wants for Service names.
-bool IsDnsLabel(std::string_view s, bool letter_first) {
-  if (s.empty() || s.size() > 63) return false;
-  if (!IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) return false;
-  if (letter_first && IsAsciiDigit(s.front())) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return IsLowerAlnum(c) || c == '-'; });
-}
-
-// RFC 1123 subdomain: dot-separated labels, 253 at most (Secret names).
-bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = s.find('.', start);
-    if (!IsDnsLabel(s.substr(start, dot == std::string_view::npos ? dot : dot - start), false)) {
-      return false;
-    }
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
 
 // Text that goes into the YAML as it is: no control characters, valid UTF-8.
 Status CheckText(std::string_view field, const std::string& value) {
@@ -130,11 +106,7 @@ Result<std::vector<std::string>> ServeArgs(const K8sOptions& o, int64_t millicor
 }
 
 K8sJson ObjectMetadata(const K8sOptions& o, const K8sJson& labels) {
-  K8sJson m = K8sJson::object();
-  m["name"] = o.name;
-  if (!o.k8s_namespace.empty()) m["namespace"] = o.k8s_namespace;
-  m["labels"] = labels;
-  return m;
+  return K8sMetadata(o.name, o.k8s_namespace, labels);
 }
 
 K8sJson HttpProbe(const char* path, int period_seconds, int timeout_seconds, int failures) {
@@ -263,62 +235,6 @@ K8sJson BudgetObject(const K8sOptions& o, const K8sJson& labels, const K8sJson& 
   return b;
 }
 
-// A string YAML reads back as the same string when written without quotes: no number, boolean
-// or null look-alike (YAML 1.1's yes/no/on/off among them), no character YAML gives a meaning.
-bool PlainYamlString(const std::string& s) {
-  if (s.empty() || !(IsAsciiAlpha(s[0]) || s[0] == '/' || s[0] == '_')) return false;
-  const bool simple = std::all_of(s.begin(), s.end(), [](char c) {
-    return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '_' || c == '.' || c == '/' || c == '-';
-  });
-  if (!simple) return false;
-  std::string lower = s;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  });
-  static const std::set<std::string> kWords = {"y",   "n",    "yes",   "no",  "on",
-                                               "off", "true", "false", "null"};
-  return kWords.count(lower) == 0;
-}
-
-void EmitYaml(const K8sJson& j, YAML::Emitter* out) {
-  switch (j.type()) {
-    case K8sJson::value_t::object:
-      *out << YAML::BeginMap;
-      for (const auto& [key, value] : j.items()) {
-        *out << YAML::Key;
-        EmitYaml(K8sJson(key), out);
-        *out << YAML::Value;
-        EmitYaml(value, out);
-      }
-      *out << YAML::EndMap;
-      break;
-    case K8sJson::value_t::array:
-      *out << YAML::BeginSeq;
-      for (const K8sJson& item : j) EmitYaml(item, out);
-      *out << YAML::EndSeq;
-      break;
-    case K8sJson::value_t::string: {
-      const std::string& s = j.get_ref<const std::string&>();
-      if (PlainYamlString(s)) {
-        *out << s;
-      } else {
-        *out << YAML::DoubleQuoted << s;
-      }
-      break;
-    }
-    case K8sJson::value_t::boolean:
-      *out << j.get<bool>();
-      break;
-    case K8sJson::value_t::number_integer:
-    case K8sJson::value_t::number_unsigned:
-      *out << j.get<int64_t>();
-      break;
-    default:  // EmitK8s builds no floats, nulls or binary
-      *out << YAML::Null;
-      break;
-  }
-}
-
 }  // namespace
 
 Status K8sOptions::Validate() const {
@@ -422,18 +338,9 @@ Result<std::string> EmitK8s(const K8sOptions& options) {
   K8sJson labels = selector;
   labels["app.kubernetes.io/component"] = "serve";
 
-  std::string yaml;
-  for (const K8sJson& object :
-       {DeploymentObject(options, args, labels, selector), ServiceObject(options, labels, selector),
-        AutoscalerObject(options, labels), BudgetObject(options, labels, selector)}) {
-    YAML::Emitter out;
-    EmitYaml(object, &out);
-    if (!out.good()) return InternalError("emitting Kubernetes YAML: " + out.GetLastError());
-    yaml += "---\n";
-    yaml += out.c_str();
-    yaml += "\n";
-  }
-  return yaml;
+  return K8sManifests({DeploymentObject(options, args, labels, selector),
+                       ServiceObject(options, labels, selector), AutoscalerObject(options, labels),
+                       BudgetObject(options, labels, selector)});
 }
 
 }  // namespace reel::serve
