@@ -39,3 +39,16 @@ checkpoint: $3
 ${4:-}
 YAML
 }
+
+# wait_for_checkpoint NAME STEP: until the run $WORK/NAME's latest checkpoint is at STEP or later
+# (60 s at most).
+wait_for_checkpoint() {
+  for _ in $(seq 1 6000); do
+    step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/$1/checkpoints/latest" 2>/dev/null)
+    [ -n "$step" ] && [ "$step" -ge "$2" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+# The processes of `reel train --config $WORK/NAME.yaml` (a job's workers), for SIGSTOP/SIGCONT.
+trainers_of() { pgrep -f -- "^[^ ]*reel train --config $WORK/$1.yaml"; }

@@ -24,15 +24,6 @@ tiny_dataset
 config() {  # config NAME: a tiny run writing into $WORK/NAME
   tiny_config "$1" "{max_steps: 40, log_every: 1, eval_every_epochs: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
 }
-# Waits until the run's latest checkpoint is at least step $2.
-wait_for_checkpoint() {
-  for _ in $(seq 1 6000); do
-    step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/$1/checkpoints/latest" 2>/dev/null)
-    [ -n "$step" ] && [ "$step" -ge "$2" ] && return 0
-    sleep 0.01
-  done
-  return 1
-}
 # steps x batch x accumulation x ranks
 same_losses() { python3 "$(dirname "$0")/same_steps.py" "$1" "$2" 40 $((40 * 2 * 2 * 2)); }
 

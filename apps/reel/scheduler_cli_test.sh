@@ -192,14 +192,10 @@ tiny_config whole "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 
 tiny_config preempted "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}"
 check "uninterrupted training" bash -c "'$REEL' train --config '$WORK/whole.yaml' --quiet > /dev/null 2>&1"
 train=$("$REEL" jobs submit --name train --cpu 2 -- "$REEL" train --config "$WORK/preempted.yaml" --resume --quiet)
-for _ in $(seq 3000); do
-  step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/preempted/checkpoints/latest" 2>/dev/null)
-  [ -n "$step" ] && [ "$step" -ge 6 ] && break
-  sleep 0.01
-done
+wait_for_checkpoint preempted 6
 # Held still (SIGSTOP) until the scheduler has asked it to stop, the trainer cannot finish its
 # 40 steps before the SIGTERM lands, however fast or slow this machine is.
-trainer=$(pgrep -f -- "^[^ ]*reel train --config $WORK/preempted.yaml")
+trainer=$(trainers_of preempted)
 kill -STOP $trainer
 urgent=$("$REEL" jobs submit --name urgent --cpu 2 --workers 2 --priority 10 -- sleep 1)
 wait_state "$train" stopping

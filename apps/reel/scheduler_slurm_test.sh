@@ -59,14 +59,10 @@ tiny_config whole "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 
 tiny_config preempted "{max_steps: 40, log_every: 1, grad_accum: 2}" "{every_steps: 2, keep: 2}" "dist: {connect_timeout_s: 60}"
 check "uninterrupted training on two workers" bash -c "'$REEL' train --config '$WORK/whole.yaml' --nproc 2 --quiet > /dev/null 2>&1"
 train=$("$REEL" jobs submit --name train --workers 2 --cpu 2 -- "$REEL" train --config "$WORK/preempted.yaml" --resume --quiet)
-for _ in $(seq 6000); do
-  step=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$WORK/preempted/checkpoints/latest" 2>/dev/null)
-  [ -n "$step" ] && [ "$step" -ge 6 ] && break
-  sleep 0.01
-done
+wait_for_checkpoint preempted 6
 # Held still (SIGSTOP) until the scheduler has asked them to stop, the ranks cannot finish their
 # 40 steps before the SIGTERM lands, however fast or slow this machine is.
-ranks=$(pgrep -f -- "^[^ ]*reel train --config $WORK/preempted.yaml")
+ranks=$(trainers_of preempted)
 kill -STOP $ranks
 urgent=$("$REEL" jobs submit --name urgent --priority 10 --workers 4 --cpu 2 -- sleep 1)
 for _ in $(seq 600); do [ "$(field "$train" state)" = stopping ] && break; sleep 0.1; done

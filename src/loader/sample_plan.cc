@@ -170,15 +170,13 @@ Status ValidatePlanOptions(const SplitCatalog& catalog, const PlanOptions& o) {
   return Status::Ok();
 }
 
-Result<uint64_t> SamplesPerRank(const SplitCatalog& catalog, const PlanOptions& o) {
-  REEL_RETURN_IF_ERROR(ValidatePlanOptions(catalog, o));
-  uint64_t n = catalog.size();
-  if (!o.before.empty()) {
-    REEL_ASSIGN_OR_RETURN(std::vector<SampleRef> rest, SegmentStream(catalog, o));
-    return PerRank(rest.size(), o.world_size, o.batch_size, o.remainder);
-  }
+namespace {
+
+// Samples per rank for a stream of `n` in the current segment; the first segment must fill a
+// batch on every rank (a later one is the rest of an epoch, which may be empty).
+Result<uint64_t> SegmentPerRank(uint64_t n, const PlanOptions& o) {
   const uint64_t per_rank = PerRank(n, o.world_size, o.batch_size, o.remainder);
-  if (per_rank == 0) {
+  if (per_rank == 0 && o.before.empty()) {
     return InvalidArgumentError("the split's " + std::to_string(n) +
                                 " samples do not fill one batch of " +
                                 std::to_string(o.batch_size) + " on each of " +
@@ -187,9 +185,19 @@ Result<uint64_t> SamplesPerRank(const SplitCatalog& catalog, const PlanOptions& 
   return per_rank;
 }
 
+}  // namespace
+
+Result<uint64_t> SamplesPerRank(const SplitCatalog& catalog, const PlanOptions& o) {
+  REEL_RETURN_IF_ERROR(ValidatePlanOptions(catalog, o));
+  if (o.before.empty()) return SegmentPerRank(catalog.size(), o);  // no stream to build
+  REEL_ASSIGN_OR_RETURN(std::vector<SampleRef> rest, SegmentStream(catalog, o));
+  return SegmentPerRank(rest.size(), o);
+}
+
 Result<std::vector<SampleRef>> PlanEpoch(const SplitCatalog& catalog, const PlanOptions& o) {
-  REEL_ASSIGN_OR_RETURN(uint64_t per_rank, SamplesPerRank(catalog, o));
+  REEL_RETURN_IF_ERROR(ValidatePlanOptions(catalog, o));
   REEL_ASSIGN_OR_RETURN(std::vector<SampleRef> stream, SegmentStream(catalog, o));
+  REEL_ASSIGN_OR_RETURN(uint64_t per_rank, SegmentPerRank(stream.size(), o));
   std::vector<SampleRef> out;
   out.reserve(per_rank);
   for (uint64_t position : RankPart(per_rank, o.rank, o, o.before.size())) {

@@ -558,20 +558,19 @@ namespace internal {
 Result<Resources> ReadResources(const ConfigNode& node, Resources defaults, bool check_keys) {
   if (check_keys) REEL_RETURN_IF_ERROR(node.CheckKeys({"cpu", "memory", "gpu"}));
   Resources r = defaults;
-  if (node.Has("cpu")) {
-    REEL_ASSIGN_OR_RETURN(ConfigNode cpu, node.Child("cpu"));
-    REEL_ASSIGN_OR_RETURN(std::string text, cpu.AsString());
-    Result<int64_t> m = ParseCpuMillicores(text);
-    if (!m.ok()) return cpu.Error(m.status().message());
-    r.cpu_millis = *m;
-  }
-  if (node.Has("memory")) {
-    REEL_ASSIGN_OR_RETURN(ConfigNode memory, node.Child("memory"));
-    REEL_ASSIGN_OR_RETURN(std::string text, memory.AsString());
-    Result<int64_t> b = ParseMemoryBytes(text);
-    if (!b.ok()) return memory.Error(b.status().message());
-    r.memory_bytes = *b;
-  }
+  // A quantity ("2", "500m", "4Gi") under `key`, its error at the key's line.
+  const auto quantity = [&node](const char* key, Result<int64_t> (*parse)(std::string_view),
+                                int64_t* out) -> Status {
+    if (!node.Has(key)) return Status::Ok();
+    REEL_ASSIGN_OR_RETURN(ConfigNode value, node.Child(key));
+    REEL_ASSIGN_OR_RETURN(std::string text, value.AsString());
+    Result<int64_t> parsed = parse(text);
+    if (!parsed.ok()) return value.Error(parsed.status().message());
+    *out = *parsed;
+    return Status::Ok();
+  };
+  REEL_RETURN_IF_ERROR(quantity("cpu", ParseCpuMillicores, &r.cpu_millis));
+  REEL_RETURN_IF_ERROR(quantity("memory", ParseMemoryBytes, &r.memory_bytes));
   REEL_ASSIGN_OR_RETURN(r.gpu, node.GetInt("gpu", defaults.gpu));
   if (r.gpu < 0) return node.Error("gpu must be 0 or more");
   return r;

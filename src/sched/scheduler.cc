@@ -196,6 +196,14 @@ struct Scheduler::State {
     running.insert(&j);
   }
 
+  // A stopping job is no longer in the way of the job it was preempted for.
+  static void Unblock(JobState& j) {
+    if (j.preempted_for != nullptr && j.preempted_for->waiting_for > 0) {
+      --j.preempted_for->waiting_for;
+    }
+    j.preempted_for = nullptr;
+  }
+
   void Release(JobState& j, Clock::TimePoint now) {
     const double hours = std::chrono::duration<double, std::ratio<3600>>(now - j.started).count();
     for (int n : j.nodes) {
@@ -765,10 +773,7 @@ Status Scheduler::Finished(const std::string& id, Clock::TimePoint now) {
   }
   // A job asked to stop may end by itself first (its work was done): whoever waited for its
   // room no longer waits for it, and a resize it was stopping for is off.
-  if (j.preempted_for != nullptr && j.preempted_for->waiting_for > 0) {
-    --j.preempted_for->waiting_for;
-  }
-  j.preempted_for = nullptr;
+  s_->Unblock(j);
   j.resize_to.reset();
   s_->Release(j, now);
   j.phase = JobPhase::kDone;
@@ -782,10 +787,7 @@ Result<std::optional<Decision>> Scheduler::Stopped(const std::string& id, Clock:
   if (j.phase != JobPhase::kStopping) {
     return FailedPreconditionError("job " + id + " was not asked to stop");
   }
-  if (j.preempted_for != nullptr && j.preempted_for->waiting_for > 0) {
-    --j.preempted_for->waiting_for;
-  }
-  j.preempted_for = nullptr;
+  s_->Unblock(j);
   if (j.resize_to) {
     // Everything it held is given back, then what it keeps (a grown job's extra room was held
     // as part of it) is taken again.
