@@ -1,14 +1,16 @@
 // reel scheduler serve, reel jobs submit|ls|status|logs|cancel|wait, reel nodes ls|reclaim|restore
 //
 //   reel scheduler serve [--cluster FILE] [--port N]     the daemon (sched/daemon.h)
+//                        [--database URI --identity NAME --lease D]  several, one leading
 //   reel jobs submit [--workers N|MIN:MAX] [--cpu C] [--memory M] [--gpu G] [--queue Q]
 //                    [--priority P] [--spot] [--time-limit D] [--name N] [--env K=V] -- CMD...
 //   reel jobs ls | status ID | logs ID [--worker N] | cancel ID | wait ID [--timeout D]
 //   reel nodes ls | reclaim NODE | restore NODE
 //
-// The scheduler is --scheduler URL (REEL_SCHEDULER_URI), or the daemon serving the state folder
-// (--state, REEL_SCHEDULER_STATE, default ./reel-data/scheduler): when none answers there, the
-// command starts one in the background for this machine (its log: STATE/scheduler.log).
+// The scheduler is --scheduler URL[,URL...] (REEL_SCHEDULER_URI; of several, the one leading), or
+// the daemon serving the state folder (--state, REEL_SCHEDULER_STATE, default
+// ./reel-data/scheduler): when none answers there, the command starts one in the background for
+// this machine (its log: STATE/scheduler.log).
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
@@ -45,6 +47,7 @@ struct Flags {
   std::string cluster, host = "127.0.0.1";
   int port = 8700;
   std::string grace = "10s";
+  std::string database, identity, lease = "5s";  // serve: high availability
   bool json = false;
   // submit
   std::string name, queue = "default", workers = "1", cpu = "1", memory, time_limit, ttl;
@@ -104,18 +107,23 @@ int RunServe(const Flags& f) {
   Result<std::chrono::milliseconds> grace = ParseDuration(f.grace);
   if (!grace.ok()) return Fail("reel scheduler", grace.status());
   o.grace = *grace;
+  Result<std::chrono::milliseconds> lease = ParseDuration(f.lease);
+  if (!lease.ok()) return Fail("reel scheduler", lease.status());
+  o.lease = *lease;
+  o.database = f.database;
+  o.identity = f.identity;
+  o.url_file = o.state_dir + "/scheduler.url";  // the leader's
   Result<std::unique_ptr<sched::Daemon>> daemon = sched::Daemon::Start(o);
   if (!daemon.ok()) return Fail("reel scheduler", daemon.status());
   const std::string url = (*daemon)->url();
-  if (Status s = WriteFileAtomically(o.state_dir + "/scheduler.url", url); !s.ok()) {
-    return Fail("reel scheduler", s);
-  }
-  std::printf("listening on %s\nstate in %s\n", url.c_str(), o.state_dir.c_str());
+  std::printf("listening on %s\nstate in %s\n%s\n", url.c_str(), o.state_dir.c_str(),
+              (*daemon)->leading() ? "leading" : "standing by");
   std::fflush(stdout);
   std::fprintf(stderr, "reel scheduler: %s, stopping (running jobs go on)\n",
                WaitForStopSignal(stop));
+  Result<std::string> written = ReadFileToString(o.url_file, "scheduler address");
   std::error_code error;
-  std::filesystem::remove(o.state_dir + "/scheduler.url", error);
+  if (written.ok() && *written == url) std::filesystem::remove(o.url_file, error);
   (*daemon)->Shutdown();
   return 0;
 }
@@ -335,6 +343,16 @@ void RegisterJobs(CLI::App& app, int* exit_code) {
   serve->add_option("--port", f.port, "port (default 8700; 0 picks one)")
       ->check(CLI::Range(0, 65535));
   serve->add_option("--grace", f.grace, "SIGTERM to SIGKILL when stopping a job (default 10s)");
+  serve
+      ->add_option("--database", f.database,
+                   "jobs' database: a postgresql:// URI shared by several daemons, one leading "
+                   "(default: STATE/state.db)")
+      ->envname("REEL_SCHEDULER_DATABASE");
+  serve->add_option("--identity", f.identity,
+                    "this daemon among those sharing the database (default: the host name)");
+  serve->add_option("--lease", f.lease,
+                    "a standby takes over after the leader is silent this long "
+                    "(default 5s)");
   serve->callback([exit_code] { *exit_code = RunServe(f); });
 
   CLI::App* jobs = app.add_subcommand("jobs", "submit and follow jobs on the scheduler");

@@ -1,5 +1,6 @@
 #include "apps/reel/scheduler_client.h"
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,19 +9,37 @@
 #include <thread>
 
 #include "base/files.h"
+#include "base/strings.h"
 #include "base/subprocess.h"
 #include "http/client.h"
 
 namespace reel::cli {
 namespace {
 
-bool Healthy(const std::string& url) {
+// The daemon's /healthz answer; null when it does not answer.
+nlohmann::json Health(const std::string& url) {
   http::ClientOptions options;
   options.timeout = std::chrono::seconds(2);
   Result<http::Client> client = http::Client::Make(url, options);
-  if (!client.ok()) return false;
-  Result<http::Response> r = client->Get("/healthz");
-  return r.ok() && r->status == 200;
+  if (!client.ok()) return nullptr;
+  Result<nlohmann::json> health = client->JsonCall("GET", "/healthz", nullptr);
+  return health.ok() && health->is_object() ? *health : nullptr;
+}
+
+bool Healthy(const std::string& url) { return !Health(url).is_null(); }
+
+// Of several daemons sharing a database, the one leading; waits out a takeover (a lease's
+// length) before giving up.
+Result<std::string> Leader(const std::vector<std::string>& urls) {
+  for (int round = 0; round < 150; ++round) {
+    for (const std::string& url : urls) {
+      const nlohmann::json health = Health(url);
+      if (health.is_object() && health.value("role", "leader") == "leader") return url;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return UnavailableError("none of the schedulers " + JoinStrings(urls, ", ") +
+                          " leads (all down or standing by)");
 }
 
 // The daemon serving `state`, started in the background when none answers.
@@ -57,6 +76,7 @@ Result<std::string> LocalScheduler(const std::string& state) {
 }  // namespace
 
 Result<std::string> SchedulerUrl(const std::string& url, const std::string& state) {
+  if (url.find(',') != std::string::npos) return Leader(SplitString(url, ','));
   if (!url.empty()) return url;
   std::error_code error;
   return LocalScheduler(std::filesystem::absolute(state, error).lexically_normal().string());

@@ -9,8 +9,10 @@
 
 namespace reel::cli {
 
-// `url` when not empty; else the daemon of `state` (made absolute). Errors: Unavailable when a
-// daemon started for `state` does not answer; Internal when it cannot be started.
+// `url` when not empty (of a comma-separated list, the daemon leading: standbys name the leader
+// in /healthz, and a takeover is waited out for up to 15 s); else the daemon of `state` (made
+// absolute). Errors: Unavailable when a daemon started for `state` does not answer; Internal when
+// it cannot be started.
 Result<std::string> SchedulerUrl(const std::string& url, const std::string& state);
 
 }  // namespace reel::cli

@@ -46,4 +46,24 @@ std::string ShellQuote(std::string_view s) {
   return out + "'";
 }
 
+std::vector<std::string> SplitString(std::string_view s, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at = s.find(separator); at != std::string_view::npos; at = s.find(separator, start)) {
+    parts.emplace_back(s.substr(start, at - start));
+    start = at + 1;
+  }
+  parts.emplace_back(s.substr(start));
+  return parts;
+}
+
+std::string JoinStrings(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
 }  // namespace reel

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace reel {
 
@@ -19,6 +20,11 @@ std::optional<int64_t> ParseInt64(std::string_view s);
 
 // `s` single-quoted for /bin/sh: one word, whatever it holds.
 std::string ShellQuote(std::string_view s);
+
+// The pieces of `s` between `separator`s ("a,,b" -> "a", "", "b"; "" -> one empty piece).
+std::vector<std::string> SplitString(std::string_view s, char separator);
+// `parts` with `separator` between them.
+std::string JoinStrings(const std::vector<std::string>& parts, std::string_view separator);
 
 // The shortest text that reads back as `value` ("0.1", "5", "1e-07").
 std::string FormatDouble(double value);

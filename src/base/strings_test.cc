@@ -27,4 +27,14 @@ TEST(Strings, PrintableForMessageEscapesAndCuts) {
 }
 
 }  // namespace
+TEST(Strings, SplitAndJoinAreInverse) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(SplitString("a,,b", ','), (V{"a", "", "b"}));
+  EXPECT_EQ(SplitString("", ','), (V{""}));
+  EXPECT_EQ(SplitString("x,", ','), (V{"x", ""}));
+  EXPECT_EQ(JoinStrings({"a", "", "b"}, ","), "a,,b");
+  EXPECT_EQ(JoinStrings({}, ", "), "");
+  EXPECT_EQ(JoinStrings(SplitString("http://a:1,http://b:2", ','), ","), "http://a:1,http://b:2");
+}
+
 }  // namespace reel

@@ -82,9 +82,26 @@ Status Database::Transact(const std::function<Status()>& fn) {
                           " times: " + last.message());
 }
 
+namespace {
+
+// libpq's "keyword=value ..." form: the first word names a connection keyword.
+bool IsConninfo(const std::string& uri) {
+  const std::string first = uri.substr(0, uri.find_first_of(" ="));
+  static const char* const kKeywords[] = {"host",    "hostaddr",       "port",    "dbname",
+                                          "user",    "password",       "service", "sslmode",
+                                          "options", "connect_timeout"};
+  if (uri.size() <= first.size() || uri[first.size()] != '=') return false;
+  return std::any_of(std::begin(kKeywords), std::end(kKeywords),
+                     [&](const char* k) { return first == k; });
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Database>> Open(const std::string& uri) {
   auto starts = [&](const char* prefix) { return uri.rfind(prefix, 0) == 0; };
-  if (starts("postgresql://") || starts("postgres://")) return OpenPostgres(uri);
+  if (starts("postgresql://") || starts("postgres://") || IsConninfo(uri)) {
+    return OpenPostgres(uri);
+  }
   if (starts("sqlite://")) return OpenSqlite(uri.substr(9));
   return OpenSqlite(uri);
 }

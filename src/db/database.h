@@ -88,8 +88,8 @@ Result<std::unique_ptr<Database>> OpenSqlite(const std::string& path);
 // `conninfo`: a libpq connection string or postgresql:// URI.
 Result<std::unique_ptr<Database>> OpenPostgres(const std::string& conninfo);
 
-// Opens by URI: postgresql://... or postgres://... for PostgreSQL, anything else is a SQLite
-// file path (sqlite:// prefix allowed).
+// Opens by URI: postgresql://..., postgres://... or a libpq "host=... dbname=..." string for
+// PostgreSQL; anything else is a SQLite file path (sqlite:// prefix allowed).
 Result<std::unique_ptr<Database>> Open(const std::string& uri);
 
 // One step of a schema's history. Versions count from 1 and never change once released: a new

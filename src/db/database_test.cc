@@ -45,6 +45,12 @@ const std::vector<Migration> kSchema = {
      "INSERT INTO counter (id, value) VALUES (1, 0)"},
 };
 
+// The test database's URI (for PostgreSQL a libpq "host=... dbname=..." string) opens the
+// backend it names, never a SQLite file of that name.
+TEST_P(DatabaseTest, TheUriOpensTheBackendAskedFor) {
+  EXPECT_EQ(db_->dialect(), GetParam() == "postgres" ? Dialect::kPostgres : Dialect::kSqlite);
+}
+
 TEST_P(DatabaseTest, MigratesOnceAndInOrder) {
   ASSERT_OK_AND_ASSIGN(int before, SchemaVersion(*db_, "test"));
   EXPECT_EQ(before, 0);
@@ -175,8 +181,10 @@ TEST(SqliteOpen, AFolderOrAFileOfOtherBytesIsAClearError) {
 
 TEST(PostgresOpen, AnUnreachableServerIsUnavailable) {
   TempDir dir;  // no server listens on a socket in an empty folder
-  EXPECT_STATUS(OpenPostgres("host=" + dir.path() + " port=5432 user=reel connect_timeout=2"),
-                StatusCode::kUnavailable);
+  const std::string conninfo = "host=" + dir.path() + " port=5432 user=reel connect_timeout=2";
+  EXPECT_STATUS(OpenPostgres(conninfo), StatusCode::kUnavailable);
+  EXPECT_STATUS(Open(conninfo), StatusCode::kUnavailable);
+  EXPECT_STATUS(Open("postgresql:///reel?host=" + dir.path()), StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "http/server.h"
 #include "sched/job_runner.h"
 #include "sched/jobs.h"
+#include "sched/lease.h"
 #include "sched/runner.h"
 #include "sched/runner_internal.h"
 
@@ -151,7 +152,12 @@ Result<Cluster> LoadCluster(const std::string& file) {
 
 struct Daemon::Impl {
   DaemonOptions o;
+  Cluster cluster;
   std::unique_ptr<JobStore> store;
+  std::unique_ptr<db::Database> lease_db;  // the lease's own connection to the jobs' database
+  std::unique_ptr<Lease> lease;
+  bool leading = false;  // and so: scheduler and runner are this daemon's, jobs adopted
+  bool resync = false;   // a failed write left memory and database apart: adopt again
   std::unique_ptr<Scheduler> scheduler;
   std::shared_ptr<internal::JobRunner> runner;
   Clock* clock = nullptr;
@@ -176,12 +182,77 @@ struct Daemon::Impl {
     return store->Update(job);
   }
 
+  // --- leading ---
+
+  // One round of the lease; starts or stops leading when it changed hands.
+  Status Lead() {
+    Status stepped = lease->Step();
+    if (lease->leading() && (!leading || resync)) {
+      REEL_RETURN_IF_ERROR(TakeOver());
+    } else if (!lease->leading() && leading) {
+      Logger("sched")->warn("no longer leading: {}", StandbyMessage());
+      StepDown();
+    }
+    return stepped;
+  }
+
+  // Fresh bookkeeping from the database: the jobs as they are, running ones adopted.
+  Status TakeOver() {
+    StepDown();
+    if (o.runner) {
+      runner = o.runner;
+    } else if (cluster.executor == "slurm") {
+      runner = internal::MakeSlurmJobRunner(o.reel_binary, cluster.partition);
+    } else {
+      runner = internal::MakeLocalJobRunner(o.reel_binary, cluster.nodes, cluster.cores);
+    }
+    REEL_ASSIGN_OR_RETURN(scheduler, Scheduler::Make(cluster.nodes, cluster.queues));
+    store->SetFence(lease->fence());
+    REEL_RETURN_IF_ERROR(Adopt());
+    leading = true;
+    resync = false;
+    Logger("sched")->info("leading (lease epoch {}) with {} jobs", lease->fence().epoch,
+                          jobs.size());
+    if (o.url_file.empty()) return Status::Ok();
+    return WriteFileAtomically(o.url_file, server->url());
+  }
+
+  // Running jobs go on under their supervisors; whoever leads next adopts them.
+  void StepDown() {
+    leading = false;
+    jobs.clear();
+    kill_at.clear();
+    scheduler.reset();
+    runner.reset();
+  }
+
+  std::string StandbyMessage() const {
+    const std::string& leader = lease->leader_url();
+    if (leader.empty() || leader == server->url()) {
+      return "this scheduler is standing by and none leads yet; try again shortly";
+    }
+    return "this scheduler is standing by; the leader is at " + leader;
+  }
+
   // --- start-up ---
+
+  // A job recorded as starting when its leader died: its supervisor, if it got that far.
+  Status FindStarted(JobRecord& job) {
+    if (std::optional<int64_t> handle = runner->Find(job, JobDir(job.spec.id))) {
+      job.shim_pid = *handle;
+      return store->Update(job);
+    }
+    job.state = "pending";
+    job.nodes.clear();
+    job.reason = "its start was interrupted; requeued";
+    return store->Update(job);
+  }
 
   Status Adopt() {
     REEL_ASSIGN_OR_RETURN(std::vector<JobRecord> all, store->List());
     for (JobRecord& job : all) {
       const std::string id = job.spec.id;
+      if (job.state == "running" && job.shim_pid == 0) REEL_RETURN_IF_ERROR(FindStarted(job));
       if (job.state == "pending") {
         REEL_RETURN_IF_ERROR(scheduler->Submit(job.spec, Now()));
       } else if (job.state == "running" || job.state == "stopping") {
@@ -218,6 +289,14 @@ struct Daemon::Impl {
   Status Tick() {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
+    REEL_RETURN_IF_ERROR(Lead());
+    if (!leading) return Status::Ok();
+    Status acted = Act();
+    if (!acted.ok()) resync = true;
+    return acted;
+  }
+
+  Status Act() {
     REEL_RETURN_IF_ERROR(CollectExits());
     for (const Decision& d : scheduler->Schedule(Now())) {
       REEL_RETURN_IF_ERROR(Apply(d));
@@ -352,10 +431,16 @@ struct Daemon::Impl {
           << "=== reel scheduler: " << job.spec.id << " attempt " << job.attempts << " on "
           << nodes[i] << " ===\n";
     }
-    Result<int64_t> handle = runner->Start(job, nodes, dir);
     job.nodes = nodes;
     job.started_ms = NowUnixMs();
     job.stop.clear();
+    job.state = "running";
+    job.shim_pid = 0;
+    job.reason.clear();
+    // Recorded before it starts: a daemon that no longer leads fails here (the fence), and one
+    // that dies past here leaves a record the next leader checks (FindStarted).
+    REEL_RETURN_IF_ERROR(Save(job));
+    Result<int64_t> handle = runner->Start(job, nodes, dir);
     if (!handle.ok()) {
       // Never started: its room is given back and it ends failed with the reason.
       REEL_RETURN_IF_ERROR(scheduler->Finished(job.spec.id, Now()));
@@ -365,8 +450,6 @@ struct Daemon::Impl {
       return Save(job);
     }
     job.shim_pid = *handle;
-    job.state = "running";
-    job.reason.clear();
     return Save(job);
   }
 
@@ -484,10 +567,11 @@ struct Daemon::Impl {
     return Response::Json(200, {{"node", node}, {"reclaimed", true}, {"preempted", preempted}});
   }
 
-  // A handler under the mutex, its errors as the API's error answers.
+  // A handler under the mutex, its errors as the API's error answers; a standby's answer is 503.
   http::Handler Locked(std::function<Result<Response>(const Request&)> fn) {
     return [this, fn = std::move(fn)](const Request& r) {
       std::lock_guard<std::mutex> lock(mu);
+      if (!leading) return Response::Error(UnavailableError(StandbyMessage()));
       Result<Response> response = fn(r);
       return response.ok() ? *response : Response::Error(response.status());
     };
@@ -495,8 +579,11 @@ struct Daemon::Impl {
 
   Result<http::Router> Routes() {
     http::Router router;
-    REEL_RETURN_IF_ERROR(router.Add("GET", "/healthz", [](const Request&) {
-      return Response::Json(200, {{"ok", true}});
+    REEL_RETURN_IF_ERROR(router.Add("GET", "/healthz", [this](const Request&) {
+      std::lock_guard<std::mutex> lock(mu);
+      return Response::Json(200, {{"ok", true},
+                                  {"role", leading ? "leader" : "standby"},
+                                  {"leader", lease->leader_url()}});
     }));
     REEL_RETURN_IF_ERROR(
         router.Add("POST", "/v1/jobs", Locked([this](const Request& r) { return Submit(r); })));
@@ -531,24 +618,25 @@ Daemon::~Daemon() { Shutdown(); }
 Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->o = options;
-  REEL_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(options.cluster_file));
+  REEL_ASSIGN_OR_RETURN(impl->cluster, LoadCluster(options.cluster_file));
+  REEL_RETURN_IF_ERROR(Scheduler::Make(impl->cluster.nodes, impl->cluster.queues).status());
   impl->clock = options.clock != nullptr ? options.clock : Clock::System();
-  if (options.runner) {
-    impl->runner = options.runner;
-  } else if (cluster.executor == "slurm") {
-    impl->runner = internal::MakeSlurmJobRunner(options.reel_binary, cluster.partition);
-  } else {
-    impl->runner = internal::MakeLocalJobRunner(options.reel_binary, cluster.nodes, cluster.cores);
-  }
-  REEL_ASSIGN_OR_RETURN(impl->scheduler,
-                        Scheduler::Make(std::move(cluster.nodes), std::move(cluster.queues)));
-  REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir));
-  REEL_RETURN_IF_ERROR(impl->Adopt());
+  REEL_ASSIGN_OR_RETURN(impl->store, JobStore::Open(options.state_dir, options.database));
+  REEL_ASSIGN_OR_RETURN(impl->lease_db,
+                        db::Open(JobStore::DatabaseUri(options.state_dir, options.database)));
   REEL_ASSIGN_OR_RETURN(http::Router router, impl->Routes());
   http::ServerOptions server;
   server.host = options.host;
   server.port = options.port;
   REEL_ASSIGN_OR_RETURN(impl->server, http::Server::Start(server, std::move(router)));
+  impl->lease = std::make_unique<Lease>(
+      impl->lease_db.get(),
+      LeaseOptions{"scheduler", options.identity, impl->server->url(), options.lease, impl->clock});
+  {
+    // Leads at once when no other daemon does, having adopted its jobs before Start returns.
+    std::lock_guard<std::mutex> lock(impl->mu);
+    REEL_RETURN_IF_ERROR(impl->Lead());
+  }
   Impl* raw = impl.get();
   if (options.tick_thread) impl->loop = std::thread([raw] { raw->Loop(); });
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
@@ -561,12 +649,21 @@ Status Daemon::Tick() {
 
 std::string Daemon::url() const { return impl_->server ? impl_->server->url() : ""; }
 
+bool Daemon::leading() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->leading;
+}
+
 void Daemon::Shutdown() {
   if (!impl_ || !impl_->server) return;
   impl_->server->Shutdown();
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stopping = true;
+    if (Status released = impl_->lease->Release(); !released.ok()) {
+      Logger("sched")->warn("giving up the lease: {}", released.message());
+    }
+    impl_->StepDown();
   }
   impl_->wake.notify_all();
   if (impl_->loop.joinable()) impl_->loop.join();

@@ -18,6 +18,12 @@
 // Durability: every change is written before it is acted on; kill -9 of the daemon leaves its
 // jobs running under their supervisors, and a restart adopts them (nothing starts twice), reads
 // the exits that happened meanwhile, and requeues a job whose supervisor vanished.
+// High availability: daemons sharing one database (PostgreSQL, `database`) and one state folder
+// (a shared file system) elect a leader through a lease in the database (lease.h). Only the
+// leader schedules; the others answer the API with 503 naming the leader's URL (/healthz says
+// each one's role) and take over within `lease` of the leader's death, adopting its jobs as a
+// restart does. Every write of the leader is fenced by its lease, and a job's start is recorded
+// before it happens, so a job is never started by two daemons.
 // Every worker runs on this machine: the cluster file's nodes divide its capacity (the Slurm
 // executor, next, runs them on real nodes). Each worker gets RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun's), REEL_JOB_ID and REEL_NODE.
@@ -48,6 +54,10 @@ struct DaemonOptions {
   std::chrono::milliseconds tick{100};
   std::chrono::milliseconds grace{10000};  // SIGTERM to SIGKILL
   std::string reel_binary;                 // runs the shims and "reel" commands; "": this one
+  std::string database;  // db::Open URI of the jobs' database; "": the state folder's SQLite
+  std::string identity;  // this daemon among those sharing the database; "": the machine's name
+  std::chrono::milliseconds lease{5000};  // a standby takes over after this long unrenewed
+  std::string url_file;                   // "": none; else the API's URL, written on leading
   // For tests: the clock the core and the grace periods read (null: the system's), the engine
   // that runs the jobs (null: the cluster file's), and no tick thread (the test calls Tick()).
   Clock* clock = nullptr;
@@ -62,10 +72,12 @@ class Daemon {
   static Result<std::unique_ptr<Daemon>> Start(const DaemonOptions& options);
   ~Daemon();
   std::string url() const;
+  bool leading() const;
   // One scheduling cycle now: collect ended jobs, run the core, act on its decisions (the tick
   // thread does this every `tick`).
   Status Tick();
-  // Stops the API and the tick; running jobs go on under their supervisors.
+  // Stops the API and the tick and gives up the lease; running jobs go on under their
+  // supervisors.
   void Shutdown();
 
  private:

@@ -39,6 +39,13 @@ class JobRunner {
     (void)job;
     (void)dir;
   }
+  // A job whose start was recorded without its handle (its daemon died in between): the handle
+  // when it did start, nullopt when it did not (it is then started again).
+  virtual std::optional<int64_t> Find(const JobRecord& job, const std::string& dir) {
+    (void)job;
+    (void)dir;
+    return std::nullopt;
+  }
 };
 
 // `reel_binary` runs the supervisors. `nodes`: the cluster's, for their GPU counts: each worker

@@ -175,12 +175,18 @@ json JobToJson(const JobRecord& job) {
   return j;
 }
 
-Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir) {
+std::string JobStore::DatabaseUri(const std::string& state_dir, const std::string& database) {
+  return database.empty() ? state_dir + "/state.db" : database;
+}
+
+Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir,
+                                                 const std::string& database) {
   std::error_code error;
   std::filesystem::create_directories(state_dir, error);
   if (error)
     return UnavailableError("scheduler state folder " + state_dir + ": " + error.message());
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, db::OpenSqlite(state_dir + "/state.db"));
+  REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db,
+                        db::Open(DatabaseUri(state_dir, database)));
   REEL_RETURN_IF_ERROR(db::Migrate(*db, "sched", internal::SchedMigrations()));
   return std::unique_ptr<JobStore>(new JobStore(std::move(db)));
 }
@@ -226,9 +232,16 @@ Result<JobRecord> FromRow(db::Row& row) {
 
 }  // namespace
 
+Status JobStore::Fenced(const std::function<Status()>& write) {
+  return db_->Transact([&]() -> Status {
+    if (fence_) REEL_RETURN_IF_ERROR(CheckFence(*db_, *fence_));
+    return write();
+  });
+}
+
 Result<std::string> JobStore::Add(JobRecord* job) {
   job->state = "pending";
-  REEL_RETURN_IF_ERROR(db_->Transact([&]() -> Status {
+  REEL_RETURN_IF_ERROR(Fenced([&]() -> Status {
     REEL_ASSIGN_OR_RETURN(std::vector<db::Row> rows, db_->Query("SELECT MAX(seq) FROM sched_jobs"));
     const int64_t seq = rows.empty() || rows[0].IsNull(0) ? 1 : rows[0].Int(0) + 1;
     job->spec.id = "job-" + std::to_string(seq);
@@ -246,15 +259,17 @@ Result<std::string> JobStore::Add(JobRecord* job) {
 Status JobStore::Update(const JobRecord& job) {
   db::Value exit_code;  // NULL unless it has one
   if (job.exit_code) exit_code = int64_t{*job.exit_code};
-  return db_
-      ->Exec(
-          "UPDATE sched_jobs SET state = ?, attempts = ?, preemptions = ?, cost = ?, "
-          "exit_code = ?, reason = ?, nodes = ?, shim_pid = ?, stop = ?, started_ms = ?, "
-          "finished_ms = ? WHERE id = ?",
-          {job.state, int64_t{job.attempts}, int64_t{job.preemptions}, job.cost, exit_code,
-           job.reason, Dump(json(job.nodes)), job.shim_pid, job.stop, job.started_ms,
-           job.finished_ms, job.spec.id})
-      .status();
+  return Fenced([&] {
+    return db_
+        ->Exec(
+            "UPDATE sched_jobs SET state = ?, attempts = ?, preemptions = ?, cost = ?, "
+            "exit_code = ?, reason = ?, nodes = ?, shim_pid = ?, stop = ?, started_ms = ?, "
+            "finished_ms = ? WHERE id = ?",
+            {job.state, int64_t{job.attempts}, int64_t{job.preemptions}, job.cost, exit_code,
+             job.reason, Dump(json(job.nodes)), job.shim_pid, job.stop, job.started_ms,
+             job.finished_ms, job.spec.id})
+        .status();
+  });
 }
 
 Result<JobRecord> JobStore::Get(const std::string& id) {

@@ -1,6 +1,6 @@
 // The scheduler daemon's jobs as records: what a user submits (a command, its workers and their
 // resources, queue, priority, ...), what became of it, and where that is kept (the state folder's
-// SQLite database, table sched_jobs). The JSON form is the HTTP API's.
+// SQLite database or a PostgreSQL database, table sched_jobs). The JSON form is the HTTP API's.
 //
 //   {"name": "train", "command": ["reel", "train", ...], "workers": 2, "max_workers": 2,
 //    "resources": {"cpu": "2", "memory": "4Gi", "gpu": 0}, "queue": "default", "priority": 0,
@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include "base/status.h"
 #include "db/database.h"
+#include "sched/lease.h"
 #include "sched/scheduler.h"
 
 namespace reel::sched {
@@ -58,7 +60,16 @@ nlohmann::json JobToJson(const JobRecord& job);
 
 class JobStore {
  public:
-  static Result<std::unique_ptr<JobStore>> Open(const std::string& state_dir);
+  // `database`: a db::Open URI (PostgreSQL for daemons on several machines); "": the state
+  // folder's SQLite file.
+  static Result<std::unique_ptr<JobStore>> Open(const std::string& state_dir,
+                                                const std::string& database = "");
+  // The URI Open uses for these arguments.
+  static std::string DatabaseUri(const std::string& state_dir, const std::string& database);
+
+  // Every later write checks `fence` in its transaction (lease.h) and fails once another
+  // daemon leads; none: writes are not fenced.
+  void SetFence(std::optional<Fence> fence) { fence_ = std::move(fence); }
 
   // Gives the job an id (job-N) and records it pending.
   Result<std::string> Add(JobRecord* job);
@@ -69,7 +80,9 @@ class JobStore {
 
  private:
   explicit JobStore(std::unique_ptr<db::Database> db) : db_(std::move(db)) {}
+  Status Fenced(const std::function<Status()>& write);
   std::unique_ptr<db::Database> db_;
+  std::optional<Fence> fence_;
 };
 
 }  // namespace reel::sched

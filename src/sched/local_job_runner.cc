@@ -13,6 +13,7 @@
 
 #include "base/files.h"
 #include "base/json.h"
+#include "base/strings.h"
 #include "base/subprocess.h"
 #include "sched/job_runner.h"
 #include "sched/runner.h"
@@ -122,6 +123,25 @@ class LocalJobRunner : public JobRunner {
     }
   }
 
+  // Its supervisor is the process running `reel jobs shim DIR`.
+  std::optional<int64_t> Find(const JobRecord& job, const std::string& dir) override {
+    (void)job;
+    const std::string wanted = std::string("jobs") + '\0' + "shim" + '\0' + dir + '\0';
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+      const std::optional<int64_t> pid = ParseInt64(entry.path().filename().string());
+      if (!pid) continue;
+      Result<std::string> cmdline = ReadFileToString(entry.path().string() + "/cmdline", "");
+      if (!cmdline.ok()) continue;
+      const size_t first = cmdline->find('\0');
+      if (first != std::string::npos &&
+          cmdline->compare(first + 1, std::string::npos, wanted) == 0) {
+        return *pid;
+      }
+    }
+    return std::nullopt;
+  }
+
   std::optional<JobEnd> Poll(const JobRecord& job, const std::string& dir) override {
     std::optional<JobEnd> end = Ended(job, dir);
     if (end) Release(job.spec.id);
@@ -159,7 +179,7 @@ class LocalJobRunner : public JobRunner {
       return JobEnd{exit->value("exit_code", -1), exit->value("signal", 0),
                     exit->value("reason", std::string())};
     }
-    if (!ProcessRunning(job.shim_pid))
+    if (job.shim_pid <= 0 || !ProcessRunning(job.shim_pid))
       return JobEnd{-1, SIGKILL, "its supervisor ended without a report"};
     return std::nullopt;
   }

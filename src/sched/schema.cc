@@ -1,5 +1,6 @@
 // The "sched" component's tables (db/database.h's portable subset): pipeline runs, their tasks
-// and the step cache (step 1); the job scheduler's jobs (step 2). A released step never changes.
+// and the step cache (step 1); the job scheduler's jobs (step 2); the lease that says which
+// scheduler daemon leads (step 3). A released step never changes.
 #include "sched/schema.h"
 
 namespace reel::sched::internal {
@@ -62,6 +63,15 @@ CREATE TABLE sched_jobs (
   started_ms BIGINT NOT NULL,
   finished_ms BIGINT NOT NULL);
 CREATE INDEX sched_jobs_by_state ON sched_jobs (state, seq);
+)sql"},
+                                                    {3, R"sql(
+CREATE TABLE sched_lease (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  url TEXT NOT NULL,
+  epoch BIGINT NOT NULL,
+  renewals BIGINT NOT NULL,
+  renewed_ms BIGINT NOT NULL);
 )sql"}};
   return kSteps;
 }

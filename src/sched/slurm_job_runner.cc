@@ -88,6 +88,15 @@ class SlurmJobRunner : public JobRunner {
     (void)RunCommand(argv, CurrentEnvironment());  // a job already gone is not an error here
   }
 
+  // The batch job of that name Slurm still holds (earlier attempts have ended).
+  std::optional<int64_t> Find(const JobRecord& job, const std::string& dir) override {
+    (void)dir;
+    Result<CommandOutput> out =
+        RunCommand({"squeue", "-h", "-n", "reel-" + job.spec.id, "-o", "%i"}, CurrentEnvironment());
+    if (!out.ok() || out->exit_code != 0) return std::nullopt;
+    return ParseInt64(Trim(out->output.substr(0, out->output.find('\n'))));
+  }
+
   std::optional<JobEnd> Poll(const JobRecord& job, const std::string& dir) override {
     (void)dir;
     // Each look costs a process and a round trip to slurmctld: twice a second is plenty.
