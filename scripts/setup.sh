@@ -61,6 +61,11 @@ esac
 if ((tests)) && ! command -v npm > /dev/null; then
   packages+=(npm)
 fi
+# kubectl for `reel jobs submit --executor k8s` against recorded API responses: Debian's, unless
+# one is installed already (Google Cloud SDK's, for one).
+if ((tests)) && ! command -v kubectl > /dev/null; then
+  packages+=(kubernetes-client)
+fi
 
 bash "$(dirname "$0")/install-packages.sh" "${packages[@]}"
 

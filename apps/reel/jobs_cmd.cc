@@ -4,6 +4,7 @@
 //                        [--database URI --identity NAME --lease D]  several, one leading
 //   reel jobs submit [--workers N|MIN:MAX] [--cpu C] [--memory M] [--gpu G] [--queue Q]
 //                    [--priority P] [--spot] [--time-limit D] [--name N] [--env K=V] -- CMD...
+//   reel jobs submit --executor k8s [--dry-run | --kubeconfig F [--wait]] --image I -- CMD...
 //   reel jobs ls | status ID | logs ID [--worker N] | cancel ID | wait ID [--timeout D]
 //   reel nodes ls | reclaim NODE | restore NODE
 //
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -33,6 +35,7 @@
 #include "http/client.h"
 #include "sched/daemon.h"
 #include "sched/k8s_job.h"
+#include "sched/kubectl.h"
 #include "sched/shim.h"
 
 namespace reel::cli {
@@ -55,7 +58,8 @@ struct Flags {
   bool spot = false;
   std::vector<std::string> env, selector, command;
   std::string executor = "local", image, k8s_namespace, priority_class;  // --executor k8s
-  bool dry_run = false;
+  std::string kubeconfig, poll = "2s";
+  bool dry_run = false, wait = false;
   // the others
   std::string id, node, timeout = "10m";
   int worker = 0;
@@ -153,13 +157,48 @@ Result<json> SubmitBody(const Flags& f) {
   return body;
 }
 
-// --executor k8s --dry-run: the job's Kubernetes objects, printed for `kubectl apply -f -`.
-Status PrintK8s(const Flags& f, const json& body) {
-  if (!f.dry_run) {
-    return FailedPreconditionError(
-        "--executor k8s applies nothing yet: give --dry-run and pipe the objects to kubectl "
-        "apply -f -");
+// The kubeconfig kubectl would use; FailedPrecondition when there is none.
+Status CheckKubeconfig(const Flags& f) {
+  if (!f.kubeconfig.empty()) {
+    std::error_code error;
+    if (std::filesystem::exists(f.kubeconfig, error)) return Status::Ok();
+    return FailedPreconditionError("no kubeconfig at " + f.kubeconfig);
   }
+  const char* env = std::getenv("KUBECONFIG");
+  const char* home = std::getenv("HOME");
+  std::error_code error;
+  if ((env != nullptr && *env != '\0') ||
+      (home != nullptr && std::filesystem::exists(std::string(home) + "/.kube/config", error))) {
+    return Status::Ok();
+  }
+  return FailedPreconditionError(
+      "no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config) to reach a cluster; "
+      "--dry-run prints the objects instead");
+}
+
+// Applied: follows the Job to its end with --wait (exit 0 when it succeeded, 1 when it failed).
+Result<int> ApplyK8sJob(const Flags& f, const std::string& name, const std::string& yaml) {
+  REEL_RETURN_IF_ERROR(CheckKubeconfig(f));
+  sched::KubectlOptions o;
+  o.kubeconfig = f.kubeconfig;
+  o.k8s_namespace = f.k8s_namespace;
+  REEL_ASSIGN_OR_RETURN(std::string applied, sched::ApplyK8s(yaml, o));
+  std::fputs(applied.c_str(), stdout);
+  std::fflush(stdout);
+  if (!f.wait) return 0;
+  REEL_ASSIGN_OR_RETURN(std::chrono::milliseconds poll, ParseDuration(f.poll));
+  REEL_ASSIGN_OR_RETURN(std::chrono::milliseconds timeout, ParseDuration(f.timeout));
+  REEL_ASSIGN_OR_RETURN(
+      sched::K8sJobState end,
+      sched::FollowK8sJob(name, o, poll, timeout, Clock::System(), [&](const auto& state) {
+        std::printf("job/%s %s\n", name.c_str(), state.Describe().c_str());
+        std::fflush(stdout);
+      }));
+  return end.phase == "succeeded" ? 0 : 1;
+}
+
+// --executor k8s: the job's Kubernetes objects, printed (--dry-run) or applied.
+Result<int> SubmitK8s(const Flags& f, const json& body) {
   REEL_ASSIGN_OR_RETURN(sched::JobRecord job, sched::JobFromJson(body));
   sched::K8sJobOptions o;
   o.name = f.name.empty() ? job.name : f.name;
@@ -168,19 +207,20 @@ Status PrintK8s(const Flags& f, const json& body) {
   o.kueue_queue = f.queue;
   o.priority_class = f.priority_class;
   REEL_ASSIGN_OR_RETURN(std::string yaml, sched::EmitJobK8s(job, o));
+  if (!f.dry_run) return ApplyK8sJob(f, o.name, yaml);
   std::fputs(yaml.c_str(), stdout);
-  return Status::Ok();
+  return 0;
 }
 
 int RunSubmit(const Flags& f) {
   Result<json> body = SubmitBody(f);
   if (!body.ok()) return Fail(kJobs, body.status());
   if (f.executor != "local") {
-    const Status printed =
+    const Result<int> done =
         f.executor == "k8s"
-            ? PrintK8s(f, *body)
+            ? SubmitK8s(f, *body)
             : InvalidArgumentError("--executor must be local or k8s, got '" + f.executor + "'");
-    return printed.ok() ? 0 : Fail(kJobs, printed);
+    return done.ok() ? *done : Fail(kJobs, done.status());
   }
   Result<json> job = Call(f, "POST", "/v1/jobs", &*body);
   if (!job.ok()) return Fail(kJobs, job.status());
@@ -321,6 +361,10 @@ void AddSubmit(CLI::App* jobs, Flags* f, int* exit_code) {
       ->allow_extra_args(false);
   submit->add_option("--executor", f->executor, "local (the scheduler, default) or k8s");
   submit->add_flag("--dry-run", f->dry_run, "k8s: print the objects instead of applying them");
+  submit->add_option("--kubeconfig", f->kubeconfig, "k8s: the cluster (default: kubectl's)");
+  submit->add_flag("--wait", f->wait, "k8s: follow the job to its end; exit 0 if it succeeded");
+  submit->add_option("--timeout", f->timeout, "k8s: with --wait, give up after (default 10m)");
+  submit->add_option("--poll", f->poll, "k8s: with --wait, look this often (default 2s)");
   submit->add_option("--image", f->image, "k8s: the container image");
   submit->add_option("--namespace", f->k8s_namespace, "k8s: the namespace");
   submit->add_option("--priority-class", f->priority_class, "k8s: Kueue's priority class");

@@ -3,7 +3,9 @@
 # PodDisruptionBudget, validated offline against the Kubernetes API schema (tools/k8s-validate,
 # npm's kubernetes-models), then broken on purpose so that the validator must refuse them; and
 # what the objects say (Kueue labels, gang size, torchrun's variables, GPUs, spot placement).
-# Needs node and tools/k8s-validate's node_modules (scripts/setup.sh --tests installs both).
+# Then applied for real with kubectl to an API server that answers recorded responses
+# (k8s_api_replay.py), and followed to success, to failure and past a timeout.
+# Needs node, tools/k8s-validate's node_modules and kubectl (scripts/setup.sh --tests).
 # Usage: jobs_k8s_test.sh PATH_TO_REEL SOURCE_DIR
 set -u
 REEL=$1
@@ -48,8 +50,59 @@ check "no image exits 3" bash -c "[ $? -eq 3 ] && grep -q 'needs --image' err.ou
 check "a name that is not a DNS label exits 3" bash -c "[ $? -eq 3 ] && grep -q \"name 'Bad_Name' is not a DNS-1035 label\" err.out"
 "$REEL" jobs submit --executor k8s --dry-run --image x --name e --workers 1:2 -- sleep 1 > err.out 2>&1
 check "an elastic job exits 3" bash -c "[ $? -eq 3 ] && grep -q 'cannot be resized in place on Kubernetes' err.out"
-"$REEL" jobs submit --executor k8s --image x --name e -- sleep 1 > err.out 2>&1
-check "without --dry-run it says what to do" bash -c "[ $? -eq 6 ] && grep -q 'give --dry-run' err.out"
+HOME="$WORK" KUBECONFIG="" "$REEL" jobs submit --executor k8s --image x --name e -- sleep 1 > err.out 2>&1
+check "without a kubeconfig it says what to do (exit 6)" bash -c "[ $? -eq 6 ] && grep -q 'no kubeconfig' err.out && grep -q -- '--dry-run prints' err.out"
 "$REEL" jobs submit --executor nomad -- sleep 1 > err.out 2>&1
 check "an unknown executor exits 3" bash -c "[ $? -eq 3 ] && grep -q 'executor must be local or k8s' err.out"
+
+# Applied with the real kubectl to an API server answering recorded responses
+# (testdata/k8s/api: discovery, OpenAPI, and each Job's states in turn).
+echo "applying and following through kubectl"
+export HOME="$WORK"  # kubectl's discovery cache
+python3 "$SRC/apps/reel/k8s_api_replay.py" "$SRC/testdata/k8s/api" "$WORK/api.log" > port &
+api=$!
+trap 'kill $api 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+cat > kubeconfig <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: replay, cluster: {server: "http://127.0.0.1:$(cat port)"}}]
+users: [{name: reel, user: {token: test}}]
+contexts: [{name: replay, context: {cluster: replay, user: reel}}]
+current-context: replay
+EOF
+apply() {  # apply NAME [FLAGS]: the job applied and followed; its exit code in $code
+  local name=$1; shift
+  "$REEL" jobs submit --executor k8s --kubeconfig kubeconfig --namespace ml --image registry.local/reel:0.1 \
+    --name "$name" --workers 2 --queue team-a --wait --poll 0.05s "$@" -- reel train --config c.yaml > "$name.out" 2>&1
+  code=$?
+}
+apply ok-train
+check "a job Kueue admits runs to completion: exit 0" test "$code" -eq 0
+check "its three objects are applied server-side" bash -c "grep -qx 'service/ok-train serverside-applied' ok-train.out &&
+  grep -qx 'job.batch/ok-train serverside-applied' ok-train.out && grep -qx 'poddisruptionbudget.policy/ok-train serverside-applied' ok-train.out"
+check "and each state is reported once, in order" bash -c "[ \"\$(grep '^job/' ok-train.out)\" = 'job/ok-train queued: waiting for admission (Job suspended)
+job/ok-train starting: 0/2 workers ready
+job/ok-train running: 2/2 workers ready
+job/ok-train succeeded: 2/2 workers: CompletionsReached' ]"
+check "the API server got them as server-side apply in the namespace, by field manager reel" python3 - "$WORK/api.log" <<'PYEOF2'
+import json, sys
+patches = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["method"] == "PATCH"]
+paths = [p["path"] for p in patches]
+assert paths == ["/api/v1/namespaces/ml/services/ok-train", "/apis/batch/v1/namespaces/ml/jobs/ok-train",
+                 "/apis/policy/v1/namespaces/ml/poddisruptionbudgets/ok-train"], paths
+assert all(p["query"]["fieldManager"] == ["reel"] and p["content_type"] == "application/apply-patch+yaml" for p in patches)
+job = json.loads(patches[1]["body"])
+assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a" and job["spec"]["suspend"] is True, job
+PYEOF2
+apply bad-train
+check "a gang whose worker fails: exit 1" test "$code" -eq 1
+check "saying why, after the pods stopped" bash -c "tail -n 2 bad-train.out | head -n 1 | grep -q '^job/bad-train failing' &&
+  tail -n 1 bad-train.out | grep -qx 'job/bad-train failed: BackoffLimitExceeded (Job has reached the specified backoff limit)'"
+apply slow-train --timeout 0s
+check "past --timeout it gives up naming the state" bash -c "[ $code -eq 1 ] && grep -q 'job slow-train is still queued: waiting for admission' slow-train.out"
+"$REEL" jobs submit --executor k8s --kubeconfig kubeconfig --namespace forbidden --image x --name e -- sleep 1 > err.out 2>&1
+code=$?
+check "the API server's refusal is one line, exit 5" bash -c "[ $code -eq 5 ] && [ \$(wc -l < err.out) -eq 1 ] &&
+  grep -q 'kubectl apply failed: .*cannot patch resource \"services\" in API group \"\" in the namespace \"forbidden\"' err.out"
 finish

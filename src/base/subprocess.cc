@@ -8,9 +8,11 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string_view>
 
 extern char** environ;
@@ -64,7 +66,7 @@ Result<pid_t> SpawnProcess(const std::vector<std::string>& argv_strings,
 }
 
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env) {
+                                 const std::vector<std::string>& env, bool separate_errors) {
   if (argv.empty()) return InvalidArgumentError("RunCommand: no program");
   std::vector<std::string> resolved = argv;
   // Not found: exec of the bare name fails in the child, which exits 127 as a shell would.
@@ -72,9 +74,17 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return InternalError(std::string("pipe: ") + std::strerror(errno));
+  // Standard error apart goes to an unnamed file: a second pipe would need both drained at once.
+  std::unique_ptr<FILE, int (*)(FILE*)> errors(separate_errors ? std::tmpfile() : nullptr,
+                                               &std::fclose);
+  if (separate_errors && !errors) {
+    close(fds[0]);
+    close(fds[1]);
+    return InternalError(std::string("tmpfile: ") + std::strerror(errno));
+  }
   SpawnOptions options;
   options.stdout_fd = fds[1];
-  options.stderr_fd = fds[1];
+  options.stderr_fd = errors ? fileno(errors.get()) : fds[1];
   Result<pid_t> pid = SpawnProcess(resolved, env, options);
   close(fds[1]);
   if (!pid.ok()) {
@@ -92,6 +102,12 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
   while (waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
   }
   out.exit_code = DecodeWaitStatus(status).exit_code;
+  if (errors) {
+    std::rewind(errors.get());
+    while (const size_t got = std::fread(buffer, 1, sizeof buffer, errors.get())) {
+      out.errors.append(buffer, got);
+    }
+  }
   return out;
 }
 

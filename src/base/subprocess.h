@@ -53,13 +53,15 @@ ProcessEnd DecodeWaitStatus(int status);
 
 struct CommandOutput {
   int exit_code = 0;   // -1 when a signal ended it
-  std::string output;  // standard output and error together
+  std::string output;  // standard output and error together (unless separate_errors)
+  std::string errors;  // standard error, with separate_errors
 };
 
 // Runs argv[0] (a path, or a name looked up on PATH) to its end and returns its exit code and
-// output (a command-line tool: sbatch, squeue). Errors: Internal when it cannot be started.
+// output (a command-line tool: sbatch, squeue). `separate_errors`: standard error apart, for
+// output that is parsed (JSON). Errors: Internal when it cannot be started.
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env);
+                                 const std::vector<std::string>& env, bool separate_errors = false);
 
 // This process's environment as "NAME=value" strings, with `overrides` replacing or adding.
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides = {});

@@ -24,6 +24,15 @@ TEST(SubprocessTest, RunCommandCapturesOutputAndExitCode) {
   EXPECT_STATUS(RunCommand({}, {}), StatusCode::kInvalidArgument);
 }
 
+TEST(SubprocessTest, RunCommandCanKeepErrorsApartFromOutput) {
+  ASSERT_OK_AND_ASSIGN(CommandOutput out,
+                       RunCommand({"sh", "-c", "echo '{}'; echo warning >&2; echo '[]'"},
+                                  CurrentEnvironment(), /*separate_errors=*/true));
+  EXPECT_EQ(out.exit_code, 0);
+  EXPECT_EQ(out.output, "{}\n[]\n");
+  EXPECT_EQ(out.errors, "warning\n");
+}
+
 int WaitFor(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
