@@ -105,4 +105,60 @@ check "past --timeout it gives up naming the state" bash -c "[ $code -eq 1 ] && 
 code=$?
 check "the API server's refusal is one line, exit 5" bash -c "[ $code -eq 5 ] && [ \$(wc -l < err.out) -eq 1 ] &&
   grep -q 'kubectl apply failed: .*cannot patch resource \"services\" in API group \"\" in the namespace \"forbidden\"' err.out"
+
+echo "a pipeline's tasks as Kubernetes Jobs, through the same writer"
+for name in ok bad; do
+  cat > "$name.yaml" <<EOF
+name: $name
+tasks:
+  - {name: first, command: [sh, -c, 'echo $name'], env: {STAGE: "1"}}
+  - {name: second, depends_on: [first], command: [reel, --version]}
+EOF
+done
+: > api.log
+pipe() {  # pipe NAME: its run on the cluster; exit code in $code
+  REEL_PIPELINE_STATE="$WORK/pipelines" "$REEL" pipeline run "$1.yaml" --executor k8s --kubeconfig kubeconfig \
+    --namespace ml --image registry.local/reel:0.1 --poll 0.05s > "pipe-$1.out" 2>&1
+  code=$?
+}
+pipe ok
+check "a pipeline whose Jobs complete succeeds" test "$code" -eq 0
+check "each task's Job is applied only once the one it depends on completed" python3 - "$WORK/api.log" <<'PYEOF2'
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1])]
+def at(method, path):
+    return [i for i, r in enumerate(log) if r["method"] == method and r["path"] == path]
+first = "/apis/batch/v1/namespaces/ml/jobs/ok-1-first"
+second = "/apis/batch/v1/namespaces/ml/jobs/ok-1-second"
+assert at("PATCH", first) and at("PATCH", second), "both applied"
+assert at("PATCH", second)[0] > at("GET", first)[-1], "second applied before first had completed"
+job = json.loads(log[at("PATCH", first)[0]]["body"])
+c = job["spec"]["template"]["spec"]["containers"][0]
+assert c["command"] == ["sh", "-c", "echo ok"], c["command"]
+env = {e["name"]: e.get("value") for e in c["env"]}
+assert env.get("STAGE") == "1" and env.get("REEL_RUN_ID") == "ok-1" and env.get("REEL_TASK") == "first", env
+assert "PATH" not in env and "HOME" not in env and "REEL_SCRATCH" not in env, env
+assert json.loads(log[at("PATCH", second)[0]]["body"])["spec"]["template"]["spec"]["containers"][0]["command"] == ["reel", "--version"]
+PYEOF2
+check "the task's log follows its Job" grep -qx 'job/ok-1-first succeeded: 2/2 workers: CompletionsReached' \
+  "$WORK/pipelines/logs/ok-1/first.log"
+pipe bad
+check "a Job that fails fails its task and skips what depends on it" bash -c "[ $code -eq 1 ] &&
+  grep -q \"task 'first' exit 1\" pipe-bad.out && grep -q 'failed: BackoffLimitExceeded' pipe-bad.out"
+cat > slow.yaml <<'EOF'
+name: slow
+tasks:
+  - {name: wait, command: [sleep, "3600"], timeout: 1s}
+EOF
+pipe slow
+check "a task past its timeout has its Job, Service and budget deleted, with a grace period" bash -c "[ $code -eq 1 ] && python3 -c \"
+import json, sys
+deletes = [json.loads(l) for l in open('$WORK/api.log') if json.loads(l)['method'] == 'DELETE']
+paths = sorted(d['path'] for d in deletes)
+assert paths == ['/api/v1/namespaces/ml/services/slow-1-wait', '/apis/batch/v1/namespaces/ml/jobs/slow-1-wait',
+                 '/apis/policy/v1/namespaces/ml/poddisruptionbudgets/slow-1-wait'], paths
+assert all(json.loads(d['body'])['gracePeriodSeconds'] > 0 for d in deletes), deletes
+\" && grep -q 'job.batch \"slow-1-wait\" deleted' '$WORK/pipelines/logs/slow-1/wait.log'"
+REEL_PIPELINE_STATE="$WORK/pipelines" "$REEL" pipeline run ok.yaml --executor k8s > err.out 2>&1
+check "without --image: exit 3" bash -c "[ $? -eq 3 ] && grep -q 'needs --image' err.out"
 finish

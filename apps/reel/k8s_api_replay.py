@@ -6,7 +6,8 @@ Discovery (/version, /api, /apis, their group versions) and OpenAPI v3 come from
 RECORDINGS; server-side apply (PATCH with application/apply-patch+yaml) stores the object and
 answers it as an API server does (uid, resourceVersion, managedFields); a GET of a Job answers
 the recorded states RECORDINGS/jobs/SCENARIO/NN.json in turn (the last one from then on), where
-SCENARIO is the Job's name up to its first '-', else the stored object. Anything in namespace
+SCENARIO is the Job's name up to its first '-', else the stored object; DELETE removes it.
+Anything in namespace
 "forbidden" is refused as RBAC refuses a user without the rights.
 
 Every request is appended to LOG as one JSON line {method, path, query, content_type, body}.
@@ -117,6 +118,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         created = path not in objects
         objects[path] = obj
         self.reply(201 if created else 200, obj)
+
+    def do_DELETE(self):
+        """kubectl delete TYPE,TYPE NAME: each object is deleted, or NotFound."""
+        length = int(self.headers.get("Content-Length") or 0)  # DeleteOptions
+        path = self.log_request_line(self.rfile.read(length).decode())
+        if objects.pop(path, None) is None:
+            return self.not_found(path)
+        self.reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": {"name": path.rsplit("/", 1)[-1]}})
 
     def log_message(self, *args):
         pass

@@ -2,6 +2,8 @@
 //
 //   reel pipeline run FILE [--input NAME=VALUE]... [--no-cache] [--cpus N] [--memory Q]
 //                          [--scheduler auto|URL]   (tasks as the scheduler's jobs)
+//                          [--executor k8s --image I [--kubeconfig F] [--namespace N]]
+//                                                   (tasks as Kubernetes Jobs)
 //   reel pipeline retry RUN        what failed or never ran, and what depends on it
 //   reel pipeline ls               runs, newest first
 //   reel pipeline status RUN       its tasks
@@ -28,6 +30,7 @@
 #include "apps/reel/models_print.h"
 #include "apps/reel/scheduler_client.h"
 #include "base/quantity.h"
+#include "sched/executor.h"
 #include "sched/runner.h"
 
 namespace reel::cli {
@@ -48,6 +51,8 @@ struct Flags {
   std::string memory;
   std::string scheduler;  // "": this machine; "auto": the state folder's daemon; else its URL
   std::string scheduler_state = "./reel-data/scheduler";
+  std::string executor = "local";                                        // or "k8s"
+  std::string image, kubeconfig, k8s_namespace, k8s_queue, poll = "2s";  // --executor k8s
   size_t limit = 20;
 };
 
@@ -76,8 +81,10 @@ Result<std::unique_ptr<sched::RunStore>> OpenStore(const Flags& f) {
 }
 
 Result<sched::Resources> Capacity(const Flags& f) {
-  // On the scheduler the tasks wait in its queues: the runner starts every ready one.
-  if (!f.scheduler.empty()) return sched::Resources{int64_t{1} << 50, int64_t{1} << 62, 1 << 20};
+  // On the scheduler or the cluster the tasks wait in its queues: the runner starts every ready
+  // one.
+  if (!f.scheduler.empty() || f.executor == "k8s")
+    return sched::Resources{int64_t{1} << 50, int64_t{1} << 62, 1 << 20};
   sched::Resources capacity = sched::MachineCapacity();
   if (f.cpus > 0) capacity.cpu_millis = static_cast<int64_t>(f.cpus * 1000);
   if (!f.memory.empty()) {
@@ -86,8 +93,23 @@ Result<sched::Resources> Capacity(const Flags& f) {
   return capacity;
 }
 
-// This machine's processes, or the scheduler's jobs (--scheduler).
+Result<std::unique_ptr<sched::Executor>> MakeK8sExecutor(const Flags& f) {
+  if (f.image.empty()) return InvalidArgumentError("--executor k8s needs --image");
+  sched::K8sExecutorOptions o;
+  o.image = f.image;
+  o.kubectl.kubeconfig = f.kubeconfig;
+  o.kubectl.k8s_namespace = f.k8s_namespace;
+  o.kueue_queue = f.k8s_queue;
+  REEL_ASSIGN_OR_RETURN(o.poll, ParseDuration(f.poll));
+  return sched::MakeK8sExecutor(std::move(o));
+}
+
+// This machine's processes, the scheduler's jobs (--scheduler) or a cluster's (--executor k8s).
 Result<std::unique_ptr<sched::Executor>> MakeExecutor(const Flags& f) {
+  if (f.executor == "k8s") return MakeK8sExecutor(f);
+  if (f.executor != "local") {
+    return InvalidArgumentError("--executor must be local or k8s, got '" + f.executor + "'");
+  }
   if (f.scheduler.empty()) return sched::MakeLocalExecutor();
   const char* state = std::getenv("REEL_SCHEDULER_STATE");
   REEL_ASSIGN_OR_RETURN(std::string url,
@@ -204,7 +226,8 @@ int RunRun(const Flags& f) {
   if (!store.ok()) return Fail(kPipeline, store.status());
   Result<std::unique_ptr<sched::Executor>> executor = MakeExecutor(f);
   if (!executor.ok()) return Fail(kPipeline, executor.status());
-  const std::string where = f.scheduler.empty()
+  const std::string where = f.executor == "k8s" ? "as Kubernetes Jobs"
+                            : f.scheduler.empty()
                                 ? "up to " + sched::ResourcesText(*capacity) + " at once"
                                 : "as jobs of the scheduler";
   std::printf("pipeline %s: %zu tasks, %s; state in %s\n", pipeline->name.c_str(),
@@ -360,6 +383,12 @@ void AddRunFlags(CLI::App* cmd, Flags* f) {
   cmd->add_option("--scheduler", f->scheduler,
                   "run the tasks as jobs of the scheduler: its URL, or auto (the daemon of "
                   "REEL_SCHEDULER_STATE, started if needed)");
+  cmd->add_option("--executor", f->executor, "local (default) or k8s: each task a Kubernetes Job");
+  cmd->add_option("--image", f->image, "k8s: the container image the tasks run in");
+  cmd->add_option("--kubeconfig", f->kubeconfig, "k8s: the cluster (default: kubectl's)");
+  cmd->add_option("--namespace", f->k8s_namespace, "k8s: the namespace");
+  cmd->add_option("--k8s-queue", f->k8s_queue, "k8s: Kueue's LocalQueue for the tasks' Jobs");
+  cmd->add_option("--poll", f->poll, "k8s: how often to look at the running Jobs (default 2s)");
 }
 
 }  // namespace pipeline_cmd

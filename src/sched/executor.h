@@ -1,5 +1,5 @@
-// An executor runs the processes the runner decided to start: this machine's (LocalExecutor) now,
-// Slurm's and Kubernetes' later, as Kueue leaves pods to Kubernetes. The runner decides what
+// An executor runs the processes the runner decided to start: this machine's (LocalExecutor), the
+// scheduler daemon's, or Kubernetes' (as Kueue leaves pods to Kubernetes). The runner decides what
 // starts when; an executor only starts, signals and reports exits.
 // Thread-safety: an Executor is used from one thread (the runner's).
 #pragma once
@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "sched/kubectl.h"
 #include "sched/pipeline.h"
 
 namespace reel::sched {
@@ -55,6 +56,22 @@ class Executor {
 // places them; Terminate cancels; a finished job's output is appended to the task's log.
 // Errors of Start: the scheduler's answer (a task it can never place is InvalidArgument).
 std::unique_ptr<Executor> MakeSchedulerExecutor(std::string url);
+
+struct K8sExecutorOptions {
+  std::string image;  // the container image the tasks run in
+  KubectlOptions kubectl;
+  std::string kueue_queue, priority_class;  // "": no Kueue labels
+  std::chrono::milliseconds poll{2000};     // how often Wait looks at the running Jobs
+  Clock* clock = nullptr;                   // null: the system's
+};
+
+// Tasks as Kubernetes Jobs (k8s_job.h's objects, the same writer as `reel jobs submit
+// --executor k8s`, applied and followed through kubectl.h): a task succeeds when its Job
+// completes and fails (exit 1) when it fails; Terminate deletes its objects. The program runs by
+// name from the image's PATH, with the environment the pipeline gives it (not this machine's);
+// its outputs must go to storage the pods share (the pipeline's s3:// artifacts URI). Each
+// Job's states and kubectl's reports go to the task's log.
+std::unique_ptr<Executor> MakeK8sExecutor(K8sExecutorOptions options);
 
 // Processes on this machine, each leading its own process group (a task's children are stopped
 // with it, and whatever it leaves behind is killed when it exits). Processes die with this one

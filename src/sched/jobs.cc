@@ -179,6 +179,12 @@ std::string JobStore::DatabaseUri(const std::string& state_dir, const std::strin
   return database.empty() ? state_dir + "/state.db" : database;
 }
 
+json ResourcesToJson(const Resources& r) {
+  json j = {{"cpu", FormatCpu(r.cpu_millis)}, {"gpu", r.gpu}};
+  if (r.memory_bytes > 0) j["memory"] = FormatMemory(r.memory_bytes);
+  return j;
+}
+
 Result<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir,
                                                  const std::string& database) {
   std::error_code error;

@@ -57,6 +57,8 @@ struct JobRecord {
 Result<JobRecord> JobFromJson(const nlohmann::json& submitted);
 // The whole record, for the API's answers.
 nlohmann::json JobToJson(const JobRecord& job);
+// A submission's "resources" (memory left out when none is asked).
+nlohmann::json ResourcesToJson(const Resources& r);
 
 class JobStore {
  public:

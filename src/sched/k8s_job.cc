@@ -44,7 +44,7 @@ Object Env(const JobRecord& job, const K8sJobOptions& o) {
 }
 
 // Requests equal to limits: the pod gets what the scheduler counted (Guaranteed QoS).
-Object Resources(const JobRecord& job) {
+Object ResourceLimits(const JobRecord& job) {
   Object amounts = Object::object();
   const auto& r = job.spec.per_worker;
   if (r.cpu_millis > 0) amounts["cpu"] = FormatCpu(r.cpu_millis);
@@ -88,7 +88,7 @@ Object JobObject(const JobRecord& job, const K8sJobOptions& o, const Object& lab
       {"command", job.command},
       {"env", Env(job, o)},
       {"ports", Object::array({{{"name", "rendezvous"}, {"containerPort", o.port}}})},
-      {"resources", Resources(job)}};
+      {"resources", ResourceLimits(job)}};
   Object pod = {{"subdomain", o.name}, {"restartPolicy", "Never"}};
   Placement(job, o, &pod);
   pod["containers"] = Object::array({container});

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -140,6 +141,19 @@ Result<K8sJobState> GetK8sJobState(const std::string& name, const KubectlOptions
   }
   REEL_ASSIGN_OR_RETURN(json job, ParseJson(out.output, "kubectl's answer"));
   return ReadK8sJobState(job);
+}
+
+Result<std::string> DeleteK8sJob(const std::string& name, std::chrono::milliseconds grace,
+                                 const KubectlOptions& options) {
+  const int64_t seconds = std::max<int64_t>(1, grace.count() / 1000);
+  REEL_ASSIGN_OR_RETURN(CommandOutput out,
+                        Kubectl(options, {"delete", "job,service,poddisruptionbudget", name,
+                                          "--grace-period=" + std::to_string(seconds),
+                                          "--wait=false", "--ignore-not-found"}));
+  if (out.exit_code != 0) {
+    return UnavailableError("kubectl delete " + name + ": " + FirstLine(out.errors));
+  }
+  return out.output;
 }
 
 Result<K8sJobState> FollowK8sJob(const std::string& name, const KubectlOptions& options,

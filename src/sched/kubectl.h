@@ -49,6 +49,11 @@ Result<std::string> ApplyK8s(const std::string& manifests, const KubectlOptions&
 
 Result<K8sJobState> GetK8sJobState(const std::string& name, const KubectlOptions& options);
 
+// Deletes the Job and its Service and budget; its pods get `grace` to stop. Returns kubectl's
+// report. Objects already gone are not an error.
+Result<std::string> DeleteK8sJob(const std::string& name, std::chrono::milliseconds grace,
+                                 const KubectlOptions& options);
+
 // Polls the Job every `interval` until it is done or `timeout` passes (DeadlineExceeded naming
 // its last state), calling `on_change` with each state that differs from the one before.
 Result<K8sJobState> FollowK8sJob(const std::string& name, const KubectlOptions& options,

@@ -7,9 +7,9 @@
 #include <memory>
 #include <thread>
 
-#include "base/quantity.h"
 #include "http/client.h"
 #include "sched/executor.h"
+#include "sched/jobs.h"
 
 namespace reel::sched {
 namespace {
@@ -40,11 +40,7 @@ class SchedulerExecutor : public Executor {
                  {"command", launch.argv},
                  {"env", env},
                  {"workdir", launch.workdir},
-                 {"resources",
-                  {{"cpu", FormatCpu(launch.resources.cpu_millis)},
-                   {"memory", FormatMemory(launch.resources.memory_bytes)},
-                   {"gpu", launch.resources.gpu}}}};
-    if (launch.resources.memory_bytes == 0) body["resources"].erase("memory");
+                 {"resources", ResourcesToJson(launch.resources)}};
     REEL_ASSIGN_OR_RETURN(http::Client * client, Connection());
     REEL_ASSIGN_OR_RETURN(json job, client->JsonCall("POST", "/v1/jobs", &body));
     const std::string id = job.value("id", "");
