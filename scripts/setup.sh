@@ -47,6 +47,8 @@ TEST_PACKAGES=(
   # `reel serve --emit-k8s`'s objects checked against the Kubernetes API schema, offline
   # (tools/k8s-validate; npm is added below)
   nodejs
+  # the Dockerfile's image built and run (podman with runc; the base image by debootstrap)
+  podman runc debootstrap
 )
 
 packages=("${RUN_PACKAGES[@]}")
