@@ -2,7 +2,7 @@
 # nothing else (no compiler, no headers). The Kubernetes objects Reel writes run it
 # (`reel jobs submit --executor k8s --image ...`, `reel serve --emit-k8s`).
 #
-#   podman build -t registry.example.com/reel:0.1 .      (or docker build; about 15 min on 2 cores)
+#   podman build -t registry.example.com/reel:0.1 .      (or docker build; 8 min on 2 cores)
 #   podman run --rm registry.example.com/reel:0.1 reel --version
 #
 # The build stage installs what scripts/setup.sh installs and builds `reel` in Release; the

@@ -3,7 +3,7 @@
 # run in it. No container registry can be reached here, so the base image is made the way
 # Docker's debian:bookworm-slim is: debootstrap --variant=minbase from deb.debian.org, imported
 # into podman (kept for later runs as localhost/reel-test/debian:bookworm-slim). The build stage
-# (Reel from source, ~15 min on 2 cores) is replaced by the binary under test (--build-context
+# (Reel from source, 8 min on 2 cores) is replaced by the binary under test (--build-context
 # build=...), so what this builds and checks is the runtime stage: that its packages are all the
 # binary needs, and nothing else.
 # Skipped (77) where podman, runc or debootstrap are missing or containers cannot run, saying why.
