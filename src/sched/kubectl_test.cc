@@ -17,7 +17,7 @@
 namespace reel::sched {
 namespace {
 
-const std::string kJobs = "testdata/k8s/api/jobs/";
+const std::string kJobs = testing::SourcePath("testdata/k8s/api/jobs/");
 
 K8sJobState StateOf(const std::string& file) {
   Result<std::string> text = ReadFileToString(kJobs + file, "recording");

@@ -81,9 +81,8 @@ std::string JobJson(const TraceJob& j, int gpus_per_node) {
 }
 
 TEST(ReplayTest, TheDaemonPlacesATraceSliceAsTheSimulatorDoes) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");  // ctest sets it
-  ASSERT_OK_AND_ASSIGN(std::vector<TraceJob> all, ReadPhillyTrace(std::string(root ? root : ".") +
-                                                                  "/testdata/traces/philly.csv"));
+  ASSERT_OK_AND_ASSIGN(std::vector<TraceJob> all,
+                       ReadPhillyTrace(testing::SourcePath("testdata/traces/philly.csv")));
   // 300 jobs of at most 16 GPUs on 4 nodes of 8: enough to queue, gangs included.
   std::vector<TraceJob> slice;
   for (const TraceJob& j : all) {

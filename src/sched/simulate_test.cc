@@ -96,9 +96,8 @@ TEST(SimulateTest, ReadsThePhillyTraceSortedAndNamesBadLines) {
 }
 
 TEST(SimulateTest, ASliceOfTheRealTraceFinishesEveryJob) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");  // ctest sets it
-  ASSERT_OK_AND_ASSIGN(std::vector<TraceJob> all, ReadPhillyTrace(std::string(root ? root : ".") +
-                                                                  "/testdata/traces/philly.csv"));
+  ASSERT_OK_AND_ASSIGN(std::vector<TraceJob> all,
+                       ReadPhillyTrace(testing::SourcePath("testdata/traces/philly.csv")));
   ASSERT_EQ(all.size(), 82247u);
   const std::vector<TraceJob> slice(all.begin(), all.begin() + 3000);
   for (Policy p : {Policy::kFifo, Policy::kPriority, Policy::kSjf, Policy::kLas, Policy::kDrf}) {

@@ -1,5 +1,6 @@
 // Test support for every part's tests: a fresh directory under /tmp that is removed with
-// everything in it, deterministic random bytes, and small file helpers. Header-only; tests only.
+// everything in it, deterministic random bytes, small file helpers, and the source tree's
+// files. Header-only; tests only.
 #pragma once
 
 #include <stdlib.h>
@@ -44,6 +45,13 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A file of the source tree (testdata/...), wherever the test runs: ctest sets REEL_SOURCE_DIR;
+// run by hand from the checkout, the path is relative to it.
+inline std::string SourcePath(const std::string& relative) {
+  const char* root = std::getenv("REEL_SOURCE_DIR");
+  return std::string(root != nullptr ? root : ".") + "/" + relative;
+}
 
 // `n` bytes of any value (NUL included) from a fixed seed.
 inline std::string RandomBytes(size_t n, uint64_t seed) {
