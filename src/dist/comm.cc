@@ -24,6 +24,13 @@
 namespace reel::dist {
 namespace {
 
+// A c10d exception's message without the C++ stack LibTorch appends to it.
+std::string WithoutTrace(std::string error) {
+  const size_t frames = error.find("\nException raised from");
+  if (frames != std::string::npos) error.resize(frames);
+  return error;
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::string Join(const std::vector<int>& ranks) {
@@ -304,9 +311,7 @@ std::string Comm::DiagnoseFailure(int64_t seq, const std::string& what, const st
 }
 
 Status Comm::Failed(int64_t seq, const std::string& what, const std::exception& e) {
-  std::string error = e.what();
-  size_t frames = error.find("\nException raised from");
-  if (frames != std::string::npos) error.resize(frames);
+  const std::string error = WithoutTrace(e.what());
   std::string report = DiagnoseFailure(seq, what, error);
   Logger("dist")->error("{}", report);
   if (error.find("Invalid scalar type") != std::string::npos) return InvalidArgumentError(report);
@@ -326,10 +331,43 @@ Result<PendingCollective> Comm::StartAllReduce(at::Tensor tensor, std::string wh
   return p;
 }
 
+Result<PendingCollective> Comm::StartSend(at::Tensor tensor, int dst, int tag,
+                                          const std::string& what) {
+  return StartPointToPoint(true, std::move(tensor), dst, tag, what);
+}
+
+Result<PendingCollective> Comm::StartRecv(at::Tensor tensor, int src, int tag,
+                                          const std::string& what) {
+  return StartPointToPoint(false, std::move(tensor), src, tag, what);
+}
+
+Result<PendingCollective> Comm::StartPointToPoint(bool send, at::Tensor tensor, int peer, int tag,
+                                                  const std::string& what) {
+  if (peer < 0 || peer >= world_.world_size || peer == world_.rank) {
+    return InvalidArgumentError("rank " + std::to_string(world_.rank) + " cannot " +
+                                (send ? "send to" : "receive from") + " rank " +
+                                std::to_string(peer));
+  }
+  PendingCollective p;
+  p.what = what + (send ? " to rank " : " from rank ") + std::to_string(peer);
+  try {
+    std::vector<at::Tensor> tensors{std::move(tensor)};
+    p.work = send ? group_->send(tensors, peer, tag) : group_->recv(tensors, peer, tag);
+  } catch (const std::exception& e) {
+    return UnavailableError("rank " + std::to_string(world_.rank) + ": " + p.what +
+                            " failed: " + WithoutTrace(e.what()));
+  }
+  return p;
+}
+
 Status Comm::Wait(PendingCollective& pending) {
   try {
     pending.work->wait();
   } catch (const std::exception& e) {
+    if (pending.seq == 0) {  // a send or receive: its peer is named, no collective to diagnose
+      return UnavailableError("rank " + std::to_string(world_.rank) + ": " + pending.what +
+                              " failed: " + WithoutTrace(e.what()));
+    }
     return Failed(pending.seq, pending.what, e);
   }
   return Status::Ok();

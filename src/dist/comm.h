@@ -60,10 +60,10 @@ struct CommOptions {
   bool cuda = false;           // tensors live on CUDA: NCCL
 };
 
-// One all-reduce in flight.
+// One all-reduce (or send, or receive) in flight.
 struct PendingCollective {
   c10::intrusive_ptr<c10d::Work> work;
-  int64_t seq = 0;
+  int64_t seq = 0;  // 0 for a send or receive
   std::string what;
 };
 
@@ -86,6 +86,12 @@ class Comm {
   Status AllReduce(at::Tensor tensor, std::string what);
   // Copies root's tensors to every rank (one flat buffer per dtype and device).
   Status Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what);
+  // Point to point, for pipeline stages: sends `tensor` to rank `dst`, or receives into `tensor`
+  // (the sender's shape and dtype) from rank `src`; a send pairs with the receive of the same
+  // tag. Ranks issue different numbers of these, so they are not counted with the collectives;
+  // a failure names the peer. The tensor must live until Wait returns.
+  Result<PendingCollective> StartSend(at::Tensor tensor, int dst, int tag, const std::string& what);
+  Result<PendingCollective> StartRecv(at::Tensor tensor, int src, int tag, const std::string& what);
   // Every rank waits here; `timeout` (0 = the watchdog's) for phases where rank 0 works alone
   // (evaluation, checkpoints) while the others wait.
   Status Barrier(const std::string& what,
@@ -109,6 +115,8 @@ class Comm {
   void HeartbeatLoop();
   int64_t Issue(const std::string& what);
   Status Failed(int64_t seq, const std::string& what, const std::exception& e);
+  Result<PendingCollective> StartPointToPoint(bool send, at::Tensor tensor, int peer, int tag,
+                                              const std::string& what);
 
   WorldInfo world_;
   CommOptions options_;
