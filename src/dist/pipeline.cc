@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 namespace reel::dist {
@@ -20,6 +21,34 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
+
+std::vector<UnitCost> ProfileUnits(const std::vector<std::string>& names,
+                                   const UnitForward& forward, const UnitParameters& parameters,
+                                   const at::Tensor& micro_batch, int repeats) {
+  std::vector<UnitCost> costs;
+  at::Tensor x = micro_batch;
+  for (int u = 0; u < static_cast<int>(names.size()); ++u) {
+    UnitCost c;
+    c.name = names[u];
+    for (const at::Tensor& p : parameters(u)) c.parameter_bytes += p.numel() * p.element_size();
+    at::Tensor output;
+    c.seconds = std::numeric_limits<double>::infinity();
+    for (int r = 0; r <= repeats; ++r) {  // run 0 warms up
+      const at::Tensor input = u == 0 ? x : x.detach().requires_grad_(true);
+      const auto start = std::chrono::steady_clock::now();
+      output = forward(u, input);
+      output.backward(at::ones_like(output));
+      if (r > 0) c.seconds = std::min(c.seconds, SecondsSince(start));
+    }
+    for (const at::Tensor& p : parameters(u)) {
+      if (p.grad().defined()) p.mutable_grad() = at::Tensor();  // profiling leaves no gradient
+    }
+    c.activation_bytes = output.numel() * output.element_size();
+    costs.push_back(c);
+    x = output.detach();
+  }
+  return costs;
+}
 
 Result<PipelineSchedule> ParsePipelineSchedule(const std::string& name) {
   if (name == "gpipe") return PipelineSchedule::kGPipe;

@@ -28,8 +28,19 @@
 
 #include "base/status.h"
 #include "dist/comm.h"
+#include "dist/partition.h"
 
 namespace reel::dist {
+
+// Each unit's cost on a real micro-batch, for partition.h's BalanceStages: forward and backward
+// time (the least of `repeats` runs after a warm-up), its parameters' bytes, and its output's
+// bytes (what the next unit receives; what a unit keeps for backward is more, so a memory plan
+// from these is a lower bound).
+using UnitForward = std::function<at::Tensor(int unit, const at::Tensor& x)>;
+using UnitParameters = std::function<std::vector<at::Tensor>(int unit)>;
+std::vector<UnitCost> ProfileUnits(const std::vector<std::string>& names,
+                                   const UnitForward& forward, const UnitParameters& parameters,
+                                   const at::Tensor& micro_batch, int repeats = 3);
 
 enum class PipelineSchedule { kGPipe, k1F1B };
 Result<PipelineSchedule> ParsePipelineSchedule(const std::string& name);  // "gpipe" or "1f1b"

@@ -137,6 +137,35 @@ VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
   avgpool =
       register_module("avgpool", nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions({1, 1, 1})));
   fc = Classifier(*this, w << (o.head_stage - 1), o.hidden, o.num_classes);
+  units_.push_back({"stem", 0, 0});
+  const nn::Sequential* built[] = {&layer1, &layer2, &layer3, &layer4};
+  for (int l = 1; l <= o.head_stage; ++l) {
+    for (size_t b = 0; b < (*built[l - 1])->size(); ++b) {
+      units_.push_back({"layer" + std::to_string(l) + "." + std::to_string(b), l, b});
+    }
+  }
+  units_.push_back({"head", 5, 0});
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): LibTorch modules take tensors by value
+torch::Tensor VideoResNetImpl::RunUnit(const Unit& unit, torch::Tensor x) {
+  nn::Sequential* layers[] = {&layer1, &layer2, &layer3, &layer4};
+  if (unit.layer == 0) return stem->forward(x);
+  if (unit.layer == 5) return fc(avgpool->forward(x).flatten(1));
+  return ((*layers[unit.layer - 1])->begin() + static_cast<std::ptrdiff_t>(unit.block))->forward(x);
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): LibTorch modules take tensors by value
+torch::Tensor VideoResNetImpl::forward_units(torch::Tensor x, int begin, int end) {
+  REEL_CHECK(begin >= 0 && begin <= end && end <= unit_count()) << begin << ".." << end;
+  for (int u = begin; u < end; ++u) x = RunUnit(units_[u], std::move(x));
+  return x;
+}
+
+bool VideoResNetImpl::UnitOwns(int unit, const std::string& name) const {
+  const std::string& u = units_.at(unit).name;
+  if (u == "head") return name.rfind("fc.", 0) == 0 || name.rfind("avgpool.", 0) == 0;
+  return name.rfind(u + ".", 0) == 0;
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): LibTorch modules take tensors by value

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "models/classifier.h"
@@ -37,12 +38,28 @@ class VideoResNetImpl : public torch::nn::Module {
   torch::Tensor features(torch::Tensor x, int stage);
   const VideoResNetOptions& options() const { return options_; }
 
+  // The model as a chain of units, for pipeline stages: the stem, each residual block of the
+  // built layers ("layer2.1"), and the head (pooling and classifier). Running units [0, n) in
+  // order is forward(); [begin, end) takes the output of unit begin-1.
+  int unit_count() const { return static_cast<int>(units_.size()); }
+  const std::string& unit_name(int unit) const { return units_.at(unit).name; }
+  torch::Tensor forward_units(torch::Tensor x, int begin, int end);
+  // Whether parameter `name` (as named_parameters() gives it) belongs to `unit`.
+  bool UnitOwns(int unit, const std::string& name) const;
+
  private:
   VideoResNetOptions options_;
   torch::nn::Sequential stem{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::AdaptiveAvgPool3d avgpool{nullptr};
   Classifier fc;
+  struct Unit {
+    std::string name;
+    int layer = 0;  // 0: the stem; 1-4: a block of that layer; 5: the head
+    size_t block = 0;
+  };
+  torch::Tensor RunUnit(const Unit& unit, torch::Tensor x);
+  std::vector<Unit> units_;
 };
 TORCH_MODULE(VideoResNet);
 

@@ -97,6 +97,31 @@ TEST(VideoResNetTest, SmallVariantsTrainAStep) {
   EXPECT_EQ(model->named_parameters().contains("layer1.0.conv1.0.0.weight"), true);
 }
 
+// Pipeline stages run the model as a chain of units: in order they are forward(), and every
+// parameter belongs to exactly one unit.
+TEST(VideoResNetTest, ItsUnitsChainedAreTheForwardAndOwnEveryParameterOnce) {
+  VideoResNetOptions o;
+  o.num_classes = 4;
+  o.width = 8;
+  o.layers = {2, 1, 1, 1};
+  torch::manual_seed(3);
+  VideoResNet model(o);
+  model->eval();
+  ASSERT_EQ(model->unit_count(), 7);  // stem, 5 blocks, head
+  EXPECT_EQ(model->unit_name(2), "layer1.1");
+  EXPECT_EQ(model->unit_name(6), "head");
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::randn({2, 3, 4, 24, 24});
+  const torch::Tensor whole = model->forward(x);
+  const torch::Tensor chained = model->forward_units(model->forward_units(x, 0, 3), 3, 7);
+  EXPECT_TRUE(torch::equal(whole, chained));
+  for (const auto& p : model->named_parameters()) {
+    int owners = 0;
+    for (int u = 0; u < model->unit_count(); ++u) owners += model->UnitOwns(u, p.key()) ? 1 : 0;
+    EXPECT_EQ(owners, 1) << p.key();
+  }
+}
+
 TEST(VideoResNetTest, LoadingRefusesMissingAndUnexpectedTensors) {
   VideoResNetOptions o;
   o.arch = VideoArch::kR3D;
