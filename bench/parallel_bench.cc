@@ -1,0 +1,192 @@
+// Pipeline parallelism measured (issue 18): Reel's R(2+1)D cut into S stages by measured cost,
+// one rank per stage over Gloo on loopback (a thread each, one LibTorch thread each: S <= cores),
+// trained with GPipe and 1F1B over M micro-batches. Per schedule and M it prints the step time,
+// the bubble of the busiest stage (the share of the step it sits idle, 1 - busy/step: the theory
+// (S-1)/(M+S-1) is about it, as the others also wait for it when stages are unequal) beside the
+// average over stages, and the micro-batches each stage holds at once with the activation bytes
+// that means (from the units' outputs, a lower bound).
+//
+//   parallel_bench [--stages 2] [--batch 16] [--width 16] [--frames 8] [--size 56] [--steps 3]
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/partition.h"
+#include "dist/pipeline.h"
+#include "dist/testing/thread_world.h"
+#include "models/video_resnet.h"
+
+namespace reel::dist {
+namespace {
+
+using models::VideoResNet;
+
+struct Args {
+  int stages = 2, batch = 16, width = 16, frames = 8, size = 56, steps = 3;
+};
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int value = std::atoi(argv[i + 1]);
+    if (flag == "--stages") a.stages = value;
+    if (flag == "--batch") a.batch = value;
+    if (flag == "--width") a.width = value;
+    if (flag == "--frames") a.frames = value;
+    if (flag == "--size") a.size = value;
+    if (flag == "--steps") a.steps = value;
+  }
+  return a;
+}
+
+VideoResNet MakeModel(const Args& a) {
+  models::VideoResNetOptions o;
+  o.num_classes = 8;
+  o.width = a.width;
+  o.layers = {1, 1, 1, 1};
+  torch::manual_seed(1);
+  return VideoResNet(o);
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+struct Row {
+  double step_seconds = 0, bubble = 0, mean_bubble = 0;
+  std::vector<int> in_flight;
+};
+
+Row Measure(const Args& a, const StagePlan& plan, PipelineOptions options, const at::Tensor& x,
+            const at::Tensor& y) {
+  std::vector<VideoResNet> replicas;
+  for (int s = 0; s < a.stages; ++s) replicas.push_back(MakeModel(a));
+  Row row;
+  row.in_flight.assign(a.stages, 0);
+  std::mutex mu;
+  double step_sum = 0;
+  std::vector<double> idle(a.stages, 0);  // per stage, summed over steps
+  testing::RunRanks(a.stages, CommOptions{}, [&](int rank, Comm* comm) {
+    if (comm == nullptr) std::abort();
+    VideoResNet& model = replicas[rank];
+    auto stage = PipelineStage::Make(
+        comm, options,
+        [&](const at::Tensor& in) {
+          return model->forward_units(in, plan.cuts[rank], plan.cuts[rank + 1]);
+        },
+        [](const at::Tensor& logits, const at::Tensor& t) {
+          return torch::nn::functional::cross_entropy(logits, t);
+        });
+    for (int step = 0; step <= a.steps; ++step) {  // step 0 warms up
+      model->zero_grad();
+      Result<PipelineStepResult> r =
+          stage->Step(rank == 0 ? x : at::Tensor(), rank == a.stages - 1 ? y : at::Tensor());
+      if (!r.ok()) {
+        std::fprintf(stderr, "parallel_bench: %s\n", r.status().ToString().c_str());
+        std::exit(1);
+      }
+      if (step == 0) continue;
+      std::lock_guard<std::mutex> lock(mu);
+      idle[rank] += 1 - r->busy_seconds / r->step_seconds;
+      step_sum += r->step_seconds;
+      row.in_flight[rank] = r->max_in_flight;
+    }
+  });
+  row.bubble = 1;
+  for (double i : idle) {
+    row.bubble = std::min(row.bubble, i / a.steps);
+    row.mean_bubble += i / (a.steps * a.stages);
+  }
+  row.step_seconds = step_sum / (a.steps * a.stages);
+  return row;
+}
+
+int Run(const Args& a) {
+  at::set_num_threads(1);
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  std::printf("machine: %s, %u cores; %d stage threads x 1 LibTorch thread, OMP_WAIT_POLICY=%s\n",
+              CpuModel().c_str(), std::thread::hardware_concurrency(), a.stages,
+              wait != nullptr ? wait : "(unset)");
+  std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
+              a.batch, a.frames, a.size, a.size);
+  torch::manual_seed(2);
+  const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
+  const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
+
+  VideoResNet probe = MakeModel(a);
+  std::vector<std::string> names;
+  for (int u = 0; u < probe->unit_count(); ++u) names.push_back(probe->unit_name(u));
+  const int smallest_micro = a.batch / 8;
+  const std::vector<UnitCost> costs = ProfileUnits(
+      names, [&](int u, const at::Tensor& in) { return probe->forward_units(in, u, u + 1); },
+      [&](int u) {
+        std::vector<at::Tensor> out;
+        for (const auto& p : probe->named_parameters()) {
+          if (probe->UnitOwns(u, p.key())) out.push_back(p.value());
+        }
+        return out;
+      },
+      x.narrow(0, 0, smallest_micro), 2);
+  Result<StagePlan> plan = BalanceStages(costs, a.stages);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "parallel_bench: %s\n", plan.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("units (forward+backward of a micro-batch of %d):", smallest_micro);
+  for (const UnitCost& c : costs) std::printf(" %s %.0f ms", c.name.c_str(), 1e3 * c.seconds);
+  std::printf("\nstages: cuts");
+  for (int c : plan->cuts) std::printf(" %d", c);
+  std::printf(", per micro-batch of %d:", smallest_micro);
+  for (double t : plan->seconds) std::printf(" %.0f ms", 1e3 * t);
+  std::printf("\n");
+
+  // The busiest stage idles while the others work on the first and last micro-batches: with
+  // stage times t_s, (T - t_max) / (M t_max + T - t_max), which is (S-1)/(M+S-1) when equal.
+  double total = 0, slowest = 0;
+  for (double t : plan->seconds) {
+    total += t;
+    slowest = std::max(slowest, t);
+  }
+  std::printf("%-6s %3s %8s %8s %8s %6s %8s %8s  %s\n", "sched", "M", "step s", "bubble", "theory",
+              "ratio", "(S-1)/", "mean", "micro-batches held per stage (activation MB)");
+  std::printf("%-6s %3s %8s %8s %8s %6s %8s %8s\n", "", "", "", "busiest", "these", "", "(M+S-1)",
+              "bubble");
+  for (PipelineSchedule schedule : {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B}) {
+    for (int m : {1, 2, 4, 8}) {
+      if (m > a.batch) continue;
+      const Row row = Measure(a, *plan, {m, schedule}, x, y);
+      const double equal = double(a.stages - 1) / (m + a.stages - 1);
+      const double theory = (total - slowest) / (m * slowest + total - slowest);
+      std::printf("%-6s %3d %8.3f %8.3f %8.3f %6.2f %8.3f %8.3f ",
+                  schedule == PipelineSchedule::kGPipe ? "gpipe" : "1f1b", m, row.step_seconds,
+                  row.bubble, theory, theory > 0 ? row.bubble / theory : 0, equal, row.mean_bubble);
+      for (int s = 0; s < a.stages; ++s) {
+        int64_t bytes = 0;  // one micro-batch's unit outputs on this stage
+        for (int u = plan->cuts[s]; u < plan->cuts[s + 1]; ++u) bytes += costs[u].activation_bytes;
+        bytes = bytes * (a.batch / m) / smallest_micro;
+        std::printf(" %d (%.1f)", row.in_flight[s], row.in_flight[s] * bytes / 1e6);
+      }
+      std::printf("\n");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace reel::dist
+
+int main(int argc, char** argv) { return reel::dist::Run(reel::dist::Parse(argc, argv)); }
