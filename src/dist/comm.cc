@@ -8,6 +8,8 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
 #ifdef REEL_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -196,6 +198,16 @@ Status Comm::Rendezvous() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
+  REEL_RETURN_IF_ERROR(MakeGroup());
+  heartbeat_store_ = c10::make_intrusive<c10d::PrefixStore>(
+      prefix, ConnectStore(world_, false, options_.connect_timeout));
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  Logger("dist")->info("rank {} of {} joined ({}, {} at {})", world_.rank, world_.world_size,
+                       backend_, world_.source, mine);
+  return Status::Ok();
+}
+
+Status Comm::MakeGroup() {
   if (options_.cuda) {
 #ifdef REEL_WITH_NCCL
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
@@ -220,12 +232,39 @@ Status Comm::Rendezvous() {
     backend_ = "gloo";
   }
   store_->setTimeout(options_.timeout);
-  heartbeat_store_ = c10::make_intrusive<c10d::PrefixStore>(
-      prefix, ConnectStore(world_, false, options_.connect_timeout));
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  Logger("dist")->info("rank {} of {} joined ({}, {} at {})", world_.rank, world_.world_size,
-                       backend_, world_.source, mine);
   return Status::Ok();
+}
+
+Result<std::unique_ptr<Comm>> Comm::Split(const std::vector<int>& ranks, const std::string& name) {
+  const auto me = std::find(ranks.begin(), ranks.end(), world_.rank);
+  if (me == ranks.end() || name.empty() || name.find('/') != std::string::npos) {
+    return InvalidArgumentError("rank " + std::to_string(world_.rank) + " cannot join group '" +
+                                name + "' of ranks " + Join(ranks));
+  }
+  for (int r : ranks) {
+    if (r < 0 || r >= world_.world_size || std::count(ranks.begin(), ranks.end(), r) != 1) {
+      return InvalidArgumentError("group '" + name + "' names rank " + std::to_string(r) +
+                                  " wrongly (world of " + std::to_string(world_.world_size) + ")");
+    }
+  }
+  WorldInfo sub = world_;
+  sub.rank = static_cast<int>(me - ranks.begin());
+  sub.world_size = static_cast<int>(ranks.size());
+  sub.agent_store = true;  // the world's store host stays the host; the group only uses it
+  std::unique_ptr<Comm> comm(new Comm(sub, options_));
+  comm->bind_address_ = bind_address_;
+  try {
+    comm->store_ = c10::make_intrusive<c10d::PrefixStore>("group/" + name, store_);
+    REEL_RETURN_IF_ERROR(comm->MakeGroup());
+    comm->heartbeat_store_ =
+        c10::make_intrusive<c10d::PrefixStore>("group/" + name, heartbeat_store_);
+  } catch (const std::exception& e) {
+    return UnavailableError("rank " + std::to_string(world_.rank) + ": group '" + name +
+                            "' failed: " + WithoutTrace(e.what()));
+  }
+  Comm* raw = comm.get();
+  comm->heartbeat_ = std::thread([raw] { raw->HeartbeatLoop(); });
+  return comm;
 }
 
 void Comm::HeartbeatLoop() {

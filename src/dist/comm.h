@@ -74,6 +74,12 @@ class Comm {
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
+  // A group of some of the world's ranks (every member calls it with the same `ranks` and
+  // `name`; others do not): its own process group over the same store and addresses, in which
+  // this rank is its index in `ranks`. For meshes of data and pipeline parallelism. It must be
+  // destroyed before this Comm.
+  Result<std::unique_ptr<Comm>> Split(const std::vector<int>& ranks, const std::string& name);
+
   int rank() const { return world_.rank; }
   int world_size() const { return world_.world_size; }
   const WorldInfo& world() const { return world_; }
@@ -109,6 +115,7 @@ class Comm {
  private:
   Comm(WorldInfo world, CommOptions options);
   Status Rendezvous();
+  Status MakeGroup();  // the backend's process group on store_
   bool HostsStore() const;
   // Run on destruction: counts this rank out; the store's host waits for the others.
   void LeaveRendezvous();

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "dist/mesh.h"
 #include "dist/testing/thread_world.h"
 #include "testing/status_matchers.h"
 
@@ -115,6 +116,85 @@ TEST_F(PipelineTest, FewerMicroBatchesThanStagesAndOneMicroBatchPerSample) {
   ExpectSameAsOneProcess(RunPipeline({0, 3, 5}, {1, PipelineSchedule::k1F1B}, batch_, targets_));
   ExpectSameAsOneProcess(
       RunPipeline({0, 1, 3, 5}, {10, PipelineSchedule::k1F1B}, batch_, targets_));
+}
+
+// 2 replicas x 2 stages on 4 ranks: each replica pipelines its half of the batch, each stage's
+// gradients are averaged over the replicas; the result is one process's on the whole batch
+// running the same micro-batches.
+TEST(HybridTest, TwoReplicasOfTwoStagesGiveOneProcesssGradients) {
+  at::set_num_threads(1);
+  constexpr int kReplicas = 2, kStages = 2, kMicro = 3, kGlobal = 12;
+  torch::manual_seed(4);
+  const at::Tensor batch = torch::randn({kGlobal, kIn});
+  const at::Tensor targets = torch::randint(kClasses, {kGlobal}, torch::kLong);
+  const auto shards = batch.tensor_split(kReplicas),
+             shard_targets = targets.tensor_split(kReplicas);
+  std::map<std::string, at::Tensor> want;
+  {
+    torch::nn::Sequential model = MakeModel();
+    for (int d = 0; d < kReplicas; ++d) {
+      const auto xs = shards[d].tensor_split(kMicro), ys = shard_targets[d].tensor_split(kMicro);
+      for (int i = 0; i < kMicro; ++i) {
+        const double weight = double(ys[i].size(0)) / shards[d].size(0) / kReplicas;
+        (Loss(model->forward(xs[i]), ys[i]) * weight).backward();
+      }
+    }
+    for (const auto& p : model->named_parameters()) want[p.key()] = p.value().grad().clone();
+  }
+  const std::vector<size_t> cuts = {0, 3, 5};
+  std::vector<torch::nn::Sequential> replicas;
+  for (int r = 0; r < kReplicas * kStages; ++r) replicas.push_back(MakeModel());
+  std::vector<std::map<std::string, at::Tensor>> got(kReplicas);
+  std::mutex mu;
+  testing::RunRanks(kReplicas * kStages, CommOptions{}, [&](int rank, Comm* world) {
+    ASSERT_NE(world, nullptr);
+    ASSERT_OK_AND_ASSIGN(Mesh mesh, MakeMesh(*world, kStages));
+    EXPECT_EQ(mesh.replica, rank / kStages);
+    EXPECT_EQ(mesh.pipeline->rank(), mesh.stage);
+    EXPECT_EQ(mesh.data->rank(), mesh.replica);
+    torch::nn::Sequential& model = replicas[rank];
+    const size_t begin = cuts[mesh.stage], end = cuts[mesh.stage + 1];
+    auto stage = PipelineStage::Make(
+        mesh.pipeline.get(), {kMicro, PipelineSchedule::k1F1B},
+        [&](const at::Tensor& x) { return RunLayers(model, begin, end, x); }, Loss);
+    ASSERT_OK(stage.status());
+    ASSERT_OK(stage
+                  ->Step(mesh.stage == 0 ? shards[mesh.replica] : at::Tensor(),
+                         mesh.stage == kStages - 1 ? shard_targets[mesh.replica] : at::Tensor())
+                  .status());
+    std::vector<at::Tensor> mine;
+    std::vector<std::string> names;
+    for (const auto& p : model->named_parameters()) {
+      const size_t layer = std::stoul(p.key().substr(0, p.key().find('.')));
+      if (layer >= begin && layer < end) {
+        mine.push_back(p.value());
+        names.push_back(p.key());
+      }
+    }
+    ASSERT_OK(AverageGradients(*mesh.data, mine));
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < mine.size(); ++i) got[mesh.replica][names[i]] = mine[i].grad();
+    mesh.pipeline.reset();  // the groups go before the world's Comm
+    mesh.data.reset();
+  });
+  for (int d = 0; d < kReplicas; ++d) {
+    ASSERT_EQ(got[d].size(), want.size()) << "replica " << d;
+    for (const auto& [name, grad] : want) {
+      EXPECT_LT((got[d].at(name) - grad).abs().max().item<double>(), 1e-5)
+          << "replica " << d << " " << name;
+    }
+  }
+}
+
+TEST(HybridTest, AWorldThatIsNotWholePipelinesIsRefused) {
+  testing::RunRanks(3, CommOptions{}, [&](int rank, Comm* world) {
+    ASSERT_NE(world, nullptr);
+    EXPECT_STATUS(MakeMesh(*world, 2), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(world->Split({0, 0}, "twice"), StatusCode::kInvalidArgument);
+    if (rank != 2) {
+      EXPECT_STATUS(world->Split({2}, "without-me"), StatusCode::kInvalidArgument);
+    }
+  });
 }
 
 TEST(PipelineOptionsTest, BadSettingsAreRefused) {

@@ -1,0 +1,32 @@
+// Hybrid parallelism: a mesh of D data-parallel replicas x S pipeline stages on D*S ranks. Rank r
+// is replica r / S's stage r % S; it joins two groups of the world's Comm: its replica's pipeline
+// (S ranks, where its rank is its stage, for pipeline.h) and its stage's data group (D ranks, one
+// per replica), over which the stage's gradients are averaged after each pipeline step.
+// Errors: InvalidArgument when the world is not a whole number of pipelines. Thread-safety: as
+// Comm.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "dist/comm.h"
+
+namespace reel::dist {
+
+struct Mesh {
+  int replicas = 1, stages = 1;
+  int replica = 0, stage = 0;
+  std::unique_ptr<Comm> pipeline;  // rank() == stage
+  std::unique_ptr<Comm> data;      // rank() == replica
+};
+
+Result<Mesh> MakeMesh(Comm& world, int stages);
+
+// Averages the gradients of `parameters` over `data` (one all-reduce per dtype, in place);
+// parameters without a gradient are named in the error (every replica must have them all).
+Status AverageGradients(Comm& data, const std::vector<at::Tensor>& parameters);
+
+}  // namespace reel::dist
