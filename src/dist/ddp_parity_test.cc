@@ -58,8 +58,7 @@ TEST(DdpParityTest, MatchesPyTorchDistributedDataParallel) {
   constexpr int kSteps = 5, kWorld = 2, kPerRank = 2;
   reel::testing::TempDir dir_owner;
   const std::string dir = dir_owner.path();
-  const char* source = std::getenv("REEL_SOURCE_DIR");
-  const std::string script = std::string(source ? source : ".") + "/src/dist/ddp_reference.py";
+  const std::string script = reel::testing::SourcePath("src/dist/ddp_reference.py");
   auto run = reel::testing::RunCommand("/usr/bin/python3 " + script + " " + dir + " " +
                                        std::to_string(kSteps) + " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.output;

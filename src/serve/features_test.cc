@@ -31,8 +31,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string ReleaseCheckpointStep() {
-  const char* root = std::getenv("REEL_SOURCE_DIR");  // ctest sets it
-  return std::string(root ? root : ".") + "/testdata/checkpoints/release-0.1.0/step-0000000004";
+  return reel::testing::SourcePath("testdata/checkpoints/release-0.1.0/step-0000000004");
 }
 
 // 8 classes x 3 datagen videos as 8-frame clips at short side 32, made once, in memory.

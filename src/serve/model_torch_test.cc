@@ -15,15 +15,13 @@
 #include "serve/model.h"
 #include "serve/service.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 #include "train/amp.h"
 
 namespace reel::serve {
 namespace {
 
-std::string Checkpoint() {
-  const char* root = std::getenv("REEL_SOURCE_DIR");  // ctest sets it
-  return std::string(root ? root : ".") + "/testdata/checkpoints/release-0.1.0";
-}
+std::string Checkpoint() { return reel::testing::SourcePath("testdata/checkpoints/release-0.1.0"); }
 
 // A loaded model under another version number, so each cycle swaps in a new version.
 class Renumbered : public Model {

@@ -21,6 +21,7 @@
 #include "storage/memory_store.h"
 #include "storage/open.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::serve {
 namespace {
@@ -79,8 +80,7 @@ class DyingStore : public storage::ObjectStore {
 };
 
 std::string TestdataVideo(const std::string& name) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");
-  std::ifstream in(std::string(root ? root : ".") + "/testdata/videos/" + name, std::ios::binary);
+  std::ifstream in(reel::testing::SourcePath("testdata/videos/" + name), std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();

@@ -20,6 +20,7 @@
 #include "serve/kserve.h"
 #include "serve/sum_model_testing.h"
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 #include "testing/wait.h"
 
 namespace reel::serve {
@@ -312,8 +313,7 @@ std::string UriRequest(const std::string& uri) {
 }
 
 TEST_F(ServiceTest, TheUriInputReadsOnlyUnderAllowedPrefixes) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");
-  const std::string videos = std::string(root ? root : ".") + "/testdata/videos";
+  const std::string videos = reel::testing::SourcePath("testdata/videos");
   ASSERT_OK_AND_ASSIGN(
       http::Response off,
       client_->Post("/v2/models/fake/infer", UriRequest(videos + "/mmaction2_test.mp4")));
@@ -336,8 +336,7 @@ TEST_F(ServiceTest, TheUriInputReadsOnlyUnderAllowedPrefixes) {
 }
 
 TEST_F(ServiceTest, ATimelineScoresEachClipOfAVideo) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");
-  const std::string path = std::string(root ? root : ".") + "/testdata/videos/mmaction2_test.mp4";
+  const std::string path = reel::testing::SourcePath("testdata/videos/mmaction2_test.mp4");
   ASSERT_OK_AND_ASSIGN(std::string video, ReadFileToString(path));
   InferRequest request;
   request.id = "long";

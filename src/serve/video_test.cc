@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
 
 namespace reel::serve {
 namespace {
 
 std::string ReadTestVideo(const std::string& name) {
-  const char* root = std::getenv("REEL_SOURCE_DIR");
-  std::ifstream in(std::string(root ? root : ".") + "/testdata/videos/" + name, std::ios::binary);
+  std::ifstream in(reel::testing::SourcePath("testdata/videos/" + name), std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
