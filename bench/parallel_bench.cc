@@ -133,14 +133,7 @@ int Run(const Args& a) {
   const int smallest_micro = a.batch / 8;
   const std::vector<UnitCost> costs = ProfileUnits(
       names, [&](int u, const at::Tensor& in) { return probe->forward_units(in, u, u + 1); },
-      [&](int u) {
-        std::vector<at::Tensor> out;
-        for (const auto& p : probe->named_parameters()) {
-          if (probe->UnitOwns(u, p.key())) out.push_back(p.value());
-        }
-        return out;
-      },
-      x.narrow(0, 0, smallest_micro), 2);
+      [&](int u) { return probe->UnitParameters(u); }, x.narrow(0, 0, smallest_micro), 2);
   Result<StagePlan> plan = BalanceStages(costs, a.stages);
   if (!plan.ok()) {
     std::fprintf(stderr, "parallel_bench: %s\n", plan.status().ToString().c_str());

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
+#include <functional>
 #ifdef REEL_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -417,33 +418,48 @@ Status Comm::AllReduce(at::Tensor tensor, std::string what) {
   return Wait(p);
 }
 
-Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) {
-  // One flat buffer per (dtype, device): one collective instead of one per tensor.
+// One flat buffer per (dtype, device): one collective instead of one per tensor. `collective`
+// runs on each buffer; its result is copied back into the tensors unless `copy_back` is false.
+Status Comm::Flattened(const std::vector<at::Tensor>& tensors, const std::string& what,
+                       bool copy_back,
+                       const std::function<void(std::vector<at::Tensor>&)>& collective) {
   std::map<std::pair<int, std::string>, std::vector<at::Tensor>> groups;
   for (const auto& t : tensors)
     groups[{static_cast<int>(t.scalar_type()), t.device().str()}].push_back(t);
   for (auto& [key, group] : groups) {
     std::vector<at::Tensor> flat_parts;
     for (const auto& t : group) flat_parts.push_back(t.detach().reshape(-1));
-    at::Tensor flat = at::cat(flat_parts);
+    std::vector<at::Tensor> one{at::cat(flat_parts)};
     const int64_t seq = Issue(what);
     try {
-      c10d::BroadcastOptions options;
-      options.rootRank = root;
-      std::vector<at::Tensor> one{flat};
-      group_->broadcast(one, options)->wait();
+      collective(one);
     } catch (const std::exception& e) {
       return Failed(seq, what, e);
     }
-    if (world_.rank == root) continue;
+    if (!copy_back) continue;
     int64_t offset = 0;
     at::NoGradGuard no_grad;
     for (auto& t : group) {
-      t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      t.detach().copy_(one[0].narrow(0, offset, t.numel()).view(t.sizes()));
       offset += t.numel();
     }
   }
   return Status::Ok();
+}
+
+Status Comm::Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) {
+  return Flattened(tensors, what, world_.rank != root, [&](std::vector<at::Tensor>& flat) {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    group_->broadcast(flat, options)->wait();
+  });
+}
+
+Status Comm::AllReduceMean(const std::vector<at::Tensor>& tensors, const std::string& what) {
+  return Flattened(tensors, what, true, [&](std::vector<at::Tensor>& flat) {
+    group_->allreduce(flat)->wait();
+    flat[0].div_(world_.world_size);
+  });
 }
 
 Status Comm::FollowLeader(const std::string& what, std::chrono::milliseconds patience) {

@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -92,6 +93,8 @@ class Comm {
   Status AllReduce(at::Tensor tensor, std::string what);
   // Copies root's tensors to every rank (one flat buffer per dtype and device).
   Status Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what);
+  // Replaces each tensor with its mean over the ranks (one flat buffer per dtype and device).
+  Status AllReduceMean(const std::vector<at::Tensor>& tensors, const std::string& what);
   // Point to point, for pipeline stages: sends `tensor` to rank `dst`, or receives into `tensor`
   // (the sender's shape and dtype) from rank `src`; a send pairs with the receive of the same
   // tag. Ranks issue different numbers of these, so they are not counted with the collectives;
@@ -116,6 +119,8 @@ class Comm {
   Comm(WorldInfo world, CommOptions options);
   Status Rendezvous();
   Status MakeGroup();  // the backend's process group on store_
+  Status Flattened(const std::vector<at::Tensor>& tensors, const std::string& what, bool copy_back,
+                   const std::function<void(std::vector<at::Tensor>&)>& collective);
   bool HostsStore() const;
   // Run on destruction: counts this rank out; the store's host waits for the others.
   void LeaveRendezvous();

@@ -1,6 +1,5 @@
 #include "dist/mesh.h"
 
-#include <map>
 #include <string>
 
 namespace reel::dist {
@@ -25,28 +24,16 @@ Result<Mesh> MakeMesh(Comm& world, int stages) {
 }
 
 Status AverageGradients(Comm& data, const std::vector<at::Tensor>& parameters) {
-  std::map<at::ScalarType, std::vector<at::Tensor>> by_dtype;
-  for (const at::Tensor& p : parameters) {
-    if (!p.grad().defined()) {
-      return InvalidArgumentError("a parameter of shape " + std::to_string(p.dim()) +
-                                  "-d has no gradient to average");
+  std::vector<at::Tensor> grads;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (!parameters[i].grad().defined()) {
+      return InvalidArgumentError("stage parameter " + std::to_string(i) +
+                                  " has no gradient to average");
     }
-    by_dtype[p.scalar_type()].push_back(p.grad());
+    grads.push_back(parameters[i].grad());
   }
   if (data.world_size() == 1) return Status::Ok();
-  for (auto& [dtype, grads] : by_dtype) {
-    std::vector<at::Tensor> flat_parts;
-    for (const at::Tensor& g : grads) flat_parts.push_back(g.reshape({-1}));
-    at::Tensor flat = at::cat(flat_parts);
-    REEL_RETURN_IF_ERROR(data.AllReduce(flat, "stage gradients"));
-    flat.div_(data.world_size());
-    int64_t offset = 0;
-    for (at::Tensor& g : grads) {
-      g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
-      offset += g.numel();
-    }
-  }
-  return Status::Ok();
+  return data.AllReduceMean(grads, "stage gradients");
 }
 
 }  // namespace reel::dist

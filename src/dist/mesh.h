@@ -25,8 +25,8 @@ struct Mesh {
 
 Result<Mesh> MakeMesh(Comm& world, int stages);
 
-// Averages the gradients of `parameters` over `data` (one all-reduce per dtype, in place);
-// parameters without a gradient are named in the error (every replica must have them all).
+// Averages the gradients of `parameters` over `data` (Comm::AllReduceMean, in place); a
+// parameter without a gradient is an error naming its index (every replica must have them all).
 Status AverageGradients(Comm& data, const std::vector<at::Tensor>& parameters);
 
 }  // namespace reel::dist

@@ -29,14 +29,6 @@ VideoResNet MakeModel() {
   return VideoResNet(o);
 }
 
-std::vector<at::Tensor> UnitParameters(VideoResNet& model, int unit) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : model->named_parameters()) {
-    if (model->UnitOwns(unit, p.key())) out.push_back(p.value());
-  }
-  return out;
-}
-
 at::Tensor Loss(const at::Tensor& logits, const at::Tensor& targets) {
   return torch::nn::functional::cross_entropy(logits, targets);
 }
@@ -66,7 +58,7 @@ TEST_P(PipelineModelTest, TwoStagesCutByMeasuredCostGiveOneProcesssGradients) {
   for (int u = 0; u < probe->unit_count(); ++u) names.push_back(probe->unit_name(u));
   const std::vector<UnitCost> costs = ProfileUnits(
       names, [&](int u, const at::Tensor& x) { return probe->forward_units(x, u, u + 1); },
-      [&](int u) { return UnitParameters(probe, u); }, batch_.tensor_split(kMicro)[0], 1);
+      [&](int u) { return probe->UnitParameters(u); }, batch_.tensor_split(kMicro)[0], 1);
   ASSERT_EQ(costs.size(), 6u);  // stem, four blocks, head
   for (const UnitCost& c : costs) EXPECT_GT(c.seconds, 0) << c.name;
   EXPECT_EQ(costs.back().parameter_bytes, (32 * kClasses + kClasses) * 4) << "the head: fc";

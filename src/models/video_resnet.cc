@@ -162,6 +162,14 @@ torch::Tensor VideoResNetImpl::forward_units(torch::Tensor x, int begin, int end
   return x;
 }
 
+std::vector<torch::Tensor> VideoResNetImpl::UnitParameters(int unit) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : named_parameters()) {
+    if (UnitOwns(unit, p.key())) out.push_back(p.value());
+  }
+  return out;
+}
+
 bool VideoResNetImpl::UnitOwns(int unit, const std::string& name) const {
   const std::string& u = units_.at(unit).name;
   if (u == "head") return name.rfind("fc.", 0) == 0 || name.rfind("avgpool.", 0) == 0;

@@ -46,6 +46,8 @@ class VideoResNetImpl : public torch::nn::Module {
   torch::Tensor forward_units(torch::Tensor x, int begin, int end);
   // Whether parameter `name` (as named_parameters() gives it) belongs to `unit`.
   bool UnitOwns(int unit, const std::string& name) const;
+  // The parameters of `unit`, in named_parameters() order.
+  std::vector<torch::Tensor> UnitParameters(int unit) const;
 
  private:
   VideoResNetOptions options_;

@@ -36,6 +36,11 @@ Lease::Lease(db::Database* db, LeaseOptions options) : db_(db), options_(std::mo
 }
 
 Status Lease::Step() {
+  // A leader between renewals has nothing to read or write: the daemon ticks ten times a second,
+  // and a write transaction each time would hold up every other writer of the database.
+  if (leading_ && options_.clock->Now() - renewed_at_ < options_.duration / 5) {
+    return Status::Ok();
+  }
   Outcome out;
   Status s = db_->Transact([&]() -> Status {
     REEL_ASSIGN_OR_RETURN(out, Round());
@@ -50,7 +55,7 @@ Status Lease::Step() {
     }
     return s;
   }
-  if (out.leading && (!leading_ || out.epoch != epoch_ || out.wrote)) renewed_at_ = now;
+  if (out.leading) renewed_at_ = now;  // every leading round wrote: a renewal or the takeover
   leading_ = out.leading;
   epoch_ = out.epoch;
   leader_url_ = out.leader_url;
@@ -75,7 +80,7 @@ Result<Lease::Outcome> Lease::Round() {
                                    "renewed_ms) VALUES (?, ?, ?, 1, 0, ?)",
                                    {options_.name, holder_, options_.url, NowUnixMs()})
                              .status());
-    return Outcome{true, 1, true, options_.url, std::nullopt};
+    return Outcome{true, 1, options_.url, std::nullopt};
   }
   Seen row{rows[0].Text(0), rows[0].Text(1), rows[0].Int(2), rows[0].Int(3)};
   if (leading_ && row.holder == holder_ && row.epoch == epoch_) return Renew(row);
@@ -83,28 +88,25 @@ Result<Lease::Outcome> Lease::Round() {
 }
 
 Result<Lease::Outcome> Lease::Renew(const Seen& row) {
-  if (options_.clock->Now() - renewed_at_ < options_.duration / 5) {
-    return Outcome{true, epoch_, false, options_.url, row};
-  }
   REEL_ASSIGN_OR_RETURN(
       int64_t changed,
       db_->Exec("UPDATE sched_lease SET renewals = renewals + 1, url = ?, renewed_ms = ? "
                 "WHERE name = ? AND holder = ? AND epoch = ?",
                 {options_.url, NowUnixMs(), options_.name, holder_, epoch_}));
-  if (changed != 1) return Outcome{false, 0, false, row.url, row};
-  return Outcome{true, epoch_, true, options_.url, row};
+  if (changed != 1) return Outcome{false, 0, row.url, row};
+  return Outcome{true, epoch_, options_.url, row};
 }
 
 Result<Lease::Outcome> Lease::Watch(const Seen& row) {
-  if (!Expired(row)) return Outcome{false, 0, false, row.url, row};
+  if (!Expired(row)) return Outcome{false, 0, row.url, row};
   REEL_ASSIGN_OR_RETURN(
       int64_t changed,
       db_->Exec("UPDATE sched_lease SET holder = ?, url = ?, epoch = ?, renewals = 0, "
                 "renewed_ms = ? WHERE name = ? AND epoch = ? AND renewals = ?",
                 {holder_, options_.url, row.epoch + 1, NowUnixMs(), options_.name, row.epoch,
                  row.renewals}));
-  if (changed != 1) return Outcome{false, 0, false, row.url, row};
-  return Outcome{true, row.epoch + 1, true, options_.url, row};
+  if (changed != 1) return Outcome{false, 0, row.url, row};
+  return Outcome{true, row.epoch + 1, options_.url, row};
 }
 
 // Gone: released, on this machine under our identity with its process ended, or unchanged

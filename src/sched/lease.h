@@ -75,7 +75,6 @@ class Lease {
   struct Outcome {
     bool leading = false;
     int64_t epoch = 0;
-    bool wrote = false;  // renewed or took the row
     std::string leader_url;
     std::optional<Seen> seen;  // the row as read (none: there was none)
   };

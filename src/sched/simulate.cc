@@ -307,13 +307,21 @@ Result<Policy> ParsePolicy(const std::string& name) {
   return InvalidArgumentError("unknown policy '" + name + "' (fifo, priority, sjf, las, drf)");
 }
 
-int ClusterNodes(const std::vector<TraceJob>& jobs, const SimulationOptions& o) {
+namespace {
+
+double GpuSeconds(const std::vector<TraceJob>& jobs) {
+  double total = 0;
+  for (const TraceJob& j : jobs) total += static_cast<double>(j.duration_s) * j.gpus;
+  return total;
+}
+
+// The trace's size: enough nodes that its work, spread over its span, keeps them 80% busy.
+int ClusterNodes(const std::vector<TraceJob>& jobs, double gpu_seconds,
+                 const SimulationOptions& o) {
   if (o.nodes > 0) return o.nodes;
-  double gpu_seconds = 0;
   int64_t span = 1;
   int largest = 1;
   for (const TraceJob& j : jobs) {
-    gpu_seconds += static_cast<double>(j.duration_s) * j.gpus;
     span = std::max(span, j.submit_s);
     largest = std::max(largest, j.gpus);
   }
@@ -322,11 +330,14 @@ int ClusterNodes(const std::vector<TraceJob>& jobs, const SimulationOptions& o) 
   return std::max({1, nodes, (largest + o.gpus_per_node - 1) / o.gpus_per_node});
 }
 
+}  // namespace
+
 Result<SimulationResult> Simulate(const std::vector<TraceJob>& jobs,
                                   const SimulationOptions& options) {
   if (jobs.empty()) return InvalidArgumentError("the trace has no jobs");
   const auto start = std::chrono::steady_clock::now();
-  const int nodes = ClusterNodes(jobs, options);
+  const double gpu_seconds = GpuSeconds(jobs);
+  const int nodes = ClusterNodes(jobs, gpu_seconds, options);
   Setup setup = MakeSetup(jobs, options, nodes);
   REEL_ASSIGN_OR_RETURN(
       std::unique_ptr<Scheduler> core,
@@ -335,8 +346,6 @@ Result<SimulationResult> Simulate(const std::vector<TraceJob>& jobs,
   REEL_RETURN_IF_ERROR(sim.Run());
   SimulationResult r = sim.Summary();
   r.nodes = nodes;
-  double gpu_seconds = 0;
-  for (const TraceJob& j : jobs) gpu_seconds += static_cast<double>(j.duration_s) * j.gpus;
   r.utilisation =
       r.makespan_s > 0 ? gpu_seconds / (r.makespan_s * nodes * options.gpus_per_node) : 0;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

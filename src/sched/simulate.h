@@ -70,9 +70,6 @@ struct SimulationResult {
   std::vector<Placement> placements;  // every start, in order
 };
 
-// The nodes `options` gives `jobs` (SimulationOptions::nodes).
-int ClusterNodes(const std::vector<TraceJob>& jobs, const SimulationOptions& options);
-
 // Errors: InvalidArgument for a job larger than the cluster or an empty trace.
 Result<SimulationResult> Simulate(const std::vector<TraceJob>& jobs,
                                   const SimulationOptions& options);
