@@ -83,7 +83,9 @@ for side in a b; do
   v=2
   other=b
   [ "$side" = b ] && v=3 && other=a
-  check "${side^^} learned its classes" ge "${acc[$v$side]}" "max(0.6, ${acc[1$side]} + 0.2)"
+  # Gained 0.2 on the parent, or all but mastered them: one epoch can leave the parent biased
+  # toward one half already (0.987 on A's classes, 0.091 on B's, on an AMD EPYC here).
+  check "${side^^} learned its classes" ge "${acc[$v$side]}" "max(0.6, min(0.95, ${acc[1$side]} + 0.2))"
   check "${side^^} forgot the other half" ge 0.3 "${acc[$v$other]}"
 done
 for v in 4 5; do

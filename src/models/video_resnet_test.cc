@@ -37,8 +37,7 @@ class ParityTest : public ::testing::TestWithParam<Case> {};
 TEST_P(ParityTest, TorchvisionWeightsGiveTheSameLogits) {
   reel::testing::TempDir dir_owner;
   const std::string dir = dir_owner.path();
-  const char* source = std::getenv("REEL_SOURCE_DIR");
-  std::string script = std::string(source ? source : ".") + "/src/models/export_torchvision.py";
+  const std::string script = reel::testing::SourcePath("src/models/export_torchvision.py");
   auto run = testing::RunCommand("/usr/bin/python3 " + script + " " + GetParam().torchvision_name +
                                  " 8 " + dir + " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -47,10 +47,13 @@ class TempDir {
 };
 
 // A file of the source tree (testdata/...), wherever the test runs: ctest sets REEL_SOURCE_DIR;
-// run by hand from the checkout, the path is relative to it.
+// run by hand from the checkout, it is found from there. Absolute either way (a LocalStore root
+// must be).
 inline std::string SourcePath(const std::string& relative) {
   const char* root = std::getenv("REEL_SOURCE_DIR");
-  return std::string(root != nullptr ? root : ".") + "/" + relative;
+  return std::filesystem::absolute(std::string(root != nullptr ? root : ".") + "/" + relative)
+      .lexically_normal()
+      .string();
 }
 
 // `n` bytes of any value (NUL included) from a fixed seed.

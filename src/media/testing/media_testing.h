@@ -24,10 +24,7 @@
 namespace reel::media::testing {
 
 // $REEL_SOURCE_DIR/testdata/videos (real clips; testdata/README.md gives their origins).
-inline std::string SharedVideosDir() {
-  const char* root = std::getenv("REEL_SOURCE_DIR");
-  return std::string(root ? root : ".") + "/testdata/videos";
-}
+inline std::string SharedVideosDir() { return reel::testing::SourcePath("testdata/videos"); }
 inline std::string SharedVideo(const std::string& name) { return SharedVideosDir() + "/" + name; }
 
 // Stops the whole test binary with one clear message when the shared videos are not where the
