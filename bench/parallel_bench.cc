@@ -7,9 +7,20 @@
 // that means (from the units' outputs, a lower bound).
 //
 //   parallel_bench [--stages 2] [--batch 16] [--width 16] [--frames 8] [--size 56] [--steps 3]
+//
+// --crossover 1: data parallel against pipeline on 2 ranks, and where one overtakes the other.
+// Over widths 32, 64, 128 (parameters grow with the square of the width) and clip sizes 8, 16,
+// 32 (compute and activations grow with the size, parameters do not), it measures 2 x 1 (each rank
+// a replica on --batch clips, gradients through Reel's reducer) and 1 x 2 (a pipeline of 2 stages,
+// 1F1B over 4 micro-batches of --batch clips) in clips per second, beside dist/planner.h's
+// estimates from the units' measured costs and the measured all-reduce bandwidth, and says whether
+// the planner picks the layout that measured faster.
+//
+//   parallel_bench --crossover 1 [--frames 4] [--batch 8] [--steps 3]
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,10 +28,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dist/partition.h"
 #include "dist/pipeline.h"
+#include "dist/planner.h"
+#include "dist/reducer.h"
 #include "dist/testing/thread_world.h"
 #include "models/video_resnet.h"
 
@@ -31,6 +45,7 @@ using models::VideoResNet;
 
 struct Args {
   int stages = 2, batch = 16, width = 16, frames = 8, size = 56, steps = 3;
+  bool crossover = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -44,6 +59,7 @@ Args Parse(int argc, char** argv) {
     if (flag == "--frames") a.frames = value;
     if (flag == "--size") a.size = value;
     if (flag == "--steps") a.steps = value;
+    if (flag == "--crossover") a.crossover = value != 0;
   }
   return a;
 }
@@ -115,6 +131,112 @@ Row Measure(const Args& a, const StagePlan& plan, PipelineOptions options, const
   return row;
 }
 
+void Die(const Status& status) {
+  std::fprintf(stderr, "parallel_bench: %s\n", status.ToString().c_str());
+  std::exit(1);
+}
+
+// 2 x 1: every rank trains a replica on the batch; the reducer averages gradients (overlapped
+// with backward, as `reel train` does). Clips per second over both ranks.
+double DataParallelRate(const Args& a, const at::Tensor& x, const at::Tensor& y) {
+  std::vector<VideoResNet> replicas = {MakeModel(a), MakeModel(a)};
+  double seconds = 0;
+  testing::RunRanks(2, CommOptions{}, [&](int rank, Comm* comm) {
+    if (comm == nullptr) std::abort();
+    VideoResNet& model = replicas[rank];
+    std::vector<Reducer::NamedParameter> named;
+    for (auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
+    Result<std::unique_ptr<Reducer>> reducer = Reducer::Create(named, *comm, ReducerOptions{});
+    if (!reducer.ok()) Die(reducer.status());
+    for (int step = 0; step <= a.steps; ++step) {  // step 0 warms up
+      const auto start = std::chrono::steady_clock::now();
+      model->zero_grad();
+      torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+      const Status finished = (*reducer)->Finish();
+      if (!finished.ok()) Die(finished);
+      const double took =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (rank == 0 && step > 0) seconds += took;
+    }
+  });
+  return 2.0 * a.batch * a.steps / seconds;
+}
+
+double MeasuredBandwidth() {
+  double bandwidth = 0;
+  testing::RunRanks(2, CommOptions{}, [&](int rank, Comm* comm) {
+    if (comm == nullptr) std::abort();
+    Result<double> measured = comm->MeasureAllReduceBandwidth();
+    if (!measured.ok()) Die(measured.status());
+    if (rank == 0) bandwidth = *measured;
+  });
+  return bandwidth;
+}
+
+int Crossover(Args a) {
+  constexpr int kMicro = 4;
+  const double bandwidth = MeasuredBandwidth();
+  std::printf("all-reduce bus bandwidth between 2 ranks: %.2f GB/s\n", bandwidth / 1e9);
+  std::printf(
+      "clips/s on 2 ranks: 2 x 1 data parallel (batch %d each) against 1 x 2 pipeline "
+      "(batch %d, 1F1B, %d micro-batches)\n",
+      a.batch, a.batch, kMicro);
+  std::printf("%5s %5s %8s %10s %10s %10s %10s %8s %9s %8s %6s\n", "width", "size", "params",
+              "dp meas", "dp est", "pp meas", "pp est", "pp/dp", "measured", "planner", "agree");
+  int agreed = 0, rows = 0;
+  for (const auto& [width, size] : std::vector<std::pair<int, int>>{{32, 8},
+                                                                    {32, 16},
+                                                                    {32, 32},
+                                                                    {64, 8},
+                                                                    {64, 16},
+                                                                    {64, 32},
+                                                                    {128, 8},
+                                                                    {128, 16},
+                                                                    {128, 32}}) {
+    a.width = width;
+    a.size = size;
+    torch::manual_seed(2);
+    const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
+    const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
+    VideoResNet probe = MakeModel(a);
+    std::vector<std::string> names;
+    for (int u = 0; u < probe->unit_count(); ++u) names.push_back(probe->unit_name(u));
+    const int micro = a.batch / kMicro;
+    LayoutInputs in;
+    in.units = ProfileUnits(
+        names, [&](int u, const at::Tensor& t) { return probe->forward_units(t, u, u + 1); },
+        [&](int u) { return probe->UnitParameters(u); }, x.narrow(0, 0, micro), 2);
+    in.measured_clips = micro;
+    in.batch = a.batch;
+    in.micro_batches = kMicro;
+    in.world = 2;
+    in.link_bytes_per_s = bandwidth;
+    Result<LayoutChoice> choice = ChooseLayout(in);
+    if (!choice.ok()) Die(choice.status());
+    const Layout& dp = choice->considered[0];
+    const Layout& pp = choice->considered[1];
+    StagePlan plan;
+    plan.cuts = pp.cuts;
+    Args two = a;
+    two.stages = 2;
+    const double dp_rate = DataParallelRate(a, x, y);
+    const double pp_rate =
+        a.batch / Measure(two, plan, {kMicro, PipelineSchedule::k1F1B}, x, y).step_seconds;
+    const int faster = pp_rate > dp_rate ? 2 : 1;
+    const bool agree = faster == choice->chosen.stages;
+    agreed += agree ? 1 : 0;
+    ++rows;
+    int64_t parameters = 0;
+    for (const auto& p : probe->parameters()) parameters += p.numel();
+    std::printf("%5d %5d %7.1fM %10.1f %10.1f %10.1f %10.1f %8.2f %9s %8s %6s\n", width, size,
+                parameters / 1e6, dp_rate, dp.clips_per_second, pp_rate, pp.clips_per_second,
+                pp_rate / dp_rate, faster == 2 ? "pipeline" : "data",
+                choice->chosen.stages == 2 ? "pipeline" : "data", agree ? "yes" : "NO");
+  }
+  std::printf("the planner agrees with the measurement on %d of %d sizes\n", agreed, rows);
+  return 0;
+}
+
 int Run(const Args& a) {
   at::set_num_threads(1);
   const char* wait = std::getenv("OMP_WAIT_POLICY");
@@ -123,6 +245,7 @@ int Run(const Args& a) {
               wait != nullptr ? wait : "(unset)");
   std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
               a.batch, a.frames, a.size, a.size);
+  if (a.crossover) return Crossover(a);
   torch::manual_seed(2);
   const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
   const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);

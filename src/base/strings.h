@@ -26,6 +26,11 @@ std::vector<std::string> SplitString(std::string_view s, char separator);
 // `parts` with `separator` between them.
 std::string JoinStrings(const std::vector<std::string>& parts, std::string_view separator);
 
+// Whether `s` ends with `tail`.
+inline bool EndsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
 // The shortest text that reads back as `value` ("0.1", "5", "1e-07").
 std::string FormatDouble(double value);
 

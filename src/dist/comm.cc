@@ -15,7 +15,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -416,6 +418,20 @@ Status Comm::Wait(PendingCollective& pending) {
 Status Comm::AllReduce(at::Tensor tensor, std::string what) {
   REEL_ASSIGN_OR_RETURN(PendingCollective p, StartAllReduce(std::move(tensor), std::move(what)));
   return Wait(p);
+}
+
+Result<double> Comm::MeasureAllReduceBandwidth(int64_t bytes, int repeats) {
+  at::Tensor t = at::ones({std::max<int64_t>(1, bytes / 4)}, at::kFloat);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= repeats; ++r) {  // run 0 warms up
+    const auto start = std::chrono::steady_clock::now();
+    REEL_RETURN_IF_ERROR(AllReduce(t, "measuring the all-reduce bandwidth"));
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) best = std::min(best, took);
+  }
+  const double n = world_size();
+  return 2 * (n - 1) / n * static_cast<double>(t.numel() * 4) / std::max(best, 1e-9);
 }
 
 // One flat buffer per (dtype, device): one collective instead of one per tensor. `collective`

@@ -95,6 +95,9 @@ class Comm {
   Status Broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what);
   // Replaces each tensor with its mean over the ranks (one flat buffer per dtype and device).
   Status AllReduceMean(const std::vector<at::Tensor>& tensors, const std::string& what);
+  // The all-reduce bus bandwidth in bytes/s: 2 (n-1)/n of `bytes` cross each rank's link in a
+  // ring, over the best of `repeats` all-reduces after a warm-up. Every rank must call it.
+  Result<double> MeasureAllReduceBandwidth(int64_t bytes = 4 << 20, int repeats = 3);
   // Point to point, for pipeline stages: sends `tensor` to rank `dst`, or receives into `tensor`
   // (the sender's shape and dtype) from rank `src`; a send pairs with the receive of the same
   // tag. Ranks issue different numbers of these, so they are not counted with the collectives;

@@ -1,5 +1,6 @@
 #include "dist/mesh.h"
 
+#include <cmath>
 #include <string>
 
 namespace reel::dist {
@@ -34,6 +35,25 @@ Status AverageGradients(Comm& data, const std::vector<at::Tensor>& parameters) {
   }
   if (data.world_size() == 1) return Status::Ok();
   return data.AllReduceMean(grads, "stage gradients");
+}
+
+Result<double> ClipGradNormAcross(Comm& group, const std::vector<at::Tensor>& parameters,
+                                  double max_norm) {
+  at::Tensor squares = at::zeros({1}, at::kDouble);
+  for (const at::Tensor& p : parameters) {
+    if (p.grad().defined()) squares += p.grad().to(at::kDouble).pow(2).sum();
+  }
+  if (group.world_size() > 1) {
+    REEL_RETURN_IF_ERROR(group.AllReduce(squares, "the gradient norm across stages"));
+  }
+  const double norm = std::sqrt(squares.item<double>());
+  const double scale = max_norm / (norm + 1e-6);
+  if (scale < 1) {
+    for (const at::Tensor& p : parameters) {
+      if (p.grad().defined()) p.grad().mul_(scale);
+    }
+  }
+  return norm;
 }
 
 }  // namespace reel::dist

@@ -29,4 +29,11 @@ Result<Mesh> MakeMesh(Comm& world, int stages);
 // parameter without a gradient is an error naming its index (every replica must have them all).
 Status AverageGradients(Comm& data, const std::vector<at::Tensor>& parameters);
 
+// torch.nn.utils.clip_grad_norm_ for parameters spread over the ranks of `group` (a pipeline's
+// stages, each passing its own): the 2-norm of all their gradients together (one all-reduce),
+// and every rank scales its gradients by the same max_norm / (norm + 1e-6) when that is below 1.
+// Returns the norm before clipping.
+Result<double> ClipGradNormAcross(Comm& group, const std::vector<at::Tensor>& parameters,
+                                  double max_norm);
+
 }  // namespace reel::dist

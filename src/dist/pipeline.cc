@@ -15,6 +15,8 @@ enum Direction { kForward = 0, kBackward = 1 };
 enum Part { kHeader = 0, kData = 1 };
 
 int Tag(int micro, Direction direction, Part part) { return (micro * 2 + direction) * 2 + part; }
+// Above every micro-batch's tags (micro-batches are far fewer than 2^28).
+constexpr int kTargetsTag = 1 << 30;
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -156,6 +158,17 @@ Status PipelineStage::Backward(int micro, InFlight* f) {
     sent = SendTensor(f->input.grad(), stage() - 1, Tag(micro, kBackward, kHeader), what);
   *f = InFlight{};  // its activations are freed here
   return sent;
+}
+
+Result<at::Tensor> PipelineStage::ShareTargets(const at::Tensor& targets) {
+  if (stages() == 1) return targets;
+  if (first()) {
+    if (!targets.defined()) return InvalidArgumentError("the first pipeline stage needs targets");
+    REEL_RETURN_IF_ERROR(SendTensor(targets, stages() - 1, kTargetsTag, "the batch's targets"));
+    return at::Tensor();
+  }
+  if (!last()) return at::Tensor();
+  return RecvTensor(0, kTargetsTag, "the batch's targets");
 }
 
 Result<PipelineStepResult> PipelineStage::Step(const at::Tensor& batch, const at::Tensor& targets) {

@@ -77,6 +77,11 @@ class PipelineStage {
   // stage's parameters (zero them before, step the optimiser after, as with one process).
   Result<PipelineStepResult> Step(const at::Tensor& batch, const at::Tensor& targets);
 
+  // The batch's targets from the first stage (which reads the data) to the last (which computes
+  // the loss): call on every stage before Step; the last gets them, the others an undefined
+  // tensor. On one stage, `targets` itself.
+  Result<at::Tensor> ShareTargets(const at::Tensor& targets);
+
  private:
   PipelineStage(Comm* comm, PipelineOptions options, StageForward forward, StageLoss loss)
       : comm_(comm), o_(options), forward_(std::move(forward)), loss_(std::move(loss)) {}

@@ -186,6 +186,60 @@ TEST(HybridTest, TwoReplicasOfTwoStagesGiveOneProcesssGradients) {
   }
 }
 
+// The first stage reads the batch with its labels; ShareTargets brings them to the last. The
+// gradient norm across both stages clips as torch.nn.utils.clip_grad_norm_ on one model does.
+TEST(PipelineStageTest, TargetsTravelToTheLastStageAndClippingSpansTheStages) {
+  at::set_num_threads(1);
+  constexpr int kMicro = 2;
+  torch::manual_seed(7);
+  const at::Tensor batch = torch::randn({6, kIn});
+  const at::Tensor targets = torch::randint(kClasses, {6}, torch::kLong);
+  torch::nn::Sequential whole = MakeModel();
+  for (int i = 0; i < kMicro; ++i) {
+    (Loss(whole->forward(batch.tensor_split(kMicro)[i]), targets.tensor_split(kMicro)[i]) / kMicro)
+        .backward();
+  }
+  const double max_norm = 0.05;
+  const double want_norm = torch::nn::utils::clip_grad_norm_(whole->parameters(), max_norm);
+  const std::vector<size_t> cuts = {0, 3, 5};
+  std::vector<torch::nn::Sequential> stages = {MakeModel(), MakeModel()};
+  std::vector<double> norms(2);
+  testing::RunRanks(2, CommOptions{}, [&](int rank, Comm* comm) {
+    ASSERT_NE(comm, nullptr);
+    torch::nn::Sequential& model = stages[rank];
+    for (size_t i = 0; i < model->parameters().size(); ++i) {
+      torch::NoGradGuard no_grad;
+      model->parameters()[i].copy_(whole->parameters()[i]);
+    }
+    const size_t begin = cuts[rank], end = cuts[rank + 1];
+    ASSERT_OK_AND_ASSIGN(
+        PipelineStage stage,
+        PipelineStage::Make(
+            comm, {kMicro, PipelineSchedule::k1F1B},
+            [&](const at::Tensor& x) { return RunLayers(model, begin, end, x); }, Loss));
+    ASSERT_OK_AND_ASSIGN(at::Tensor shared, stage.ShareTargets(rank == 0 ? targets : at::Tensor()));
+    EXPECT_EQ(shared.defined(), rank == 1);
+    if (rank == 1) {
+      EXPECT_TRUE(torch::equal(shared, targets));
+    }
+    ASSERT_OK(stage.Step(rank == 0 ? batch : at::Tensor(), shared).status());
+    std::vector<at::Tensor> mine;
+    for (const auto& p : model->named_parameters()) {
+      const size_t layer = std::stoul(p.key().substr(0, p.key().find('.')));
+      if (layer >= begin && layer < end) mine.push_back(p.value());
+    }
+    ASSERT_OK_AND_ASSIGN(norms[rank], ClipGradNormAcross(*comm, mine, max_norm));
+  });
+  EXPECT_NEAR(norms[0], want_norm, 1e-5);
+  EXPECT_NEAR(norms[1], want_norm, 1e-5);
+  ASSERT_GT(want_norm, max_norm);  // so that clipping did something
+  for (const auto& p : whole->named_parameters()) {
+    const size_t layer = std::stoul(p.key().substr(0, p.key().find('.')));
+    const at::Tensor got = stages[layer < cuts[1] ? 0 : 1]->named_parameters()[p.key()].grad();
+    EXPECT_LT((got - p.value().grad()).abs().max().item<double>(), 1e-6) << p.key();
+  }
+}
+
 TEST(HybridTest, AWorldThatIsNotWholePipelinesIsRefused) {
   testing::RunRanks(3, CommOptions{}, [&](int rank, Comm* world) {
     ASSERT_NE(world, nullptr);

@@ -89,10 +89,6 @@ Status CheckOutputs(const InferRequest& request, const ModelInfo& info) {
   return Status::Ok();
 }
 
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 // A local path made absolute and without "..", so that a prefix check means what it says.
 std::string Normalized(std::string_view uri) {
   if (uri.find("://") != std::string_view::npos) return std::string(uri);

@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/logging.h"
+#include "base/strings.h"
 #include "storage/open.h"
 
 namespace reel::train {
@@ -82,20 +83,89 @@ Status CheckpointStore::Save(const CheckpointData& checkpoint, int keep) {
   REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "config.yaml"), checkpoint.config_text));
   REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "checksums.json"), checksums.dump(2) + "\n"));
   REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "model.safetensors"), model));
-  nlohmann::json latest = {{"step", checkpoint.step}, {"dir", DirName(checkpoint.step)}};
-  REEL_RETURN_IF_ERROR(store_->Put(Key("latest"), latest.dump() + "\n"));
+  REEL_RETURN_IF_ERROR(PutLatest(checkpoint.step));
+  return Prune(checkpoint.step, keep);
+}
 
-  REEL_ASSIGN_OR_RETURN(std::vector<int64_t> steps, Steps());
-  if (static_cast<int>(steps.size()) > keep) {
-    for (size_t i = 0; i + keep < steps.size(); ++i) {
-      if (steps[i] == checkpoint.step) continue;
-      REEL_ASSIGN_OR_RETURN(auto objects, storage::ListAll(*store_, Key(DirName(steps[i]) + "/")));
-      // The folder's marker (model.safetensors) goes last so a half-deleted folder is never listed.
-      std::stable_partition(objects.begin(), objects.end(), [](const storage::ObjectInfo& o) {
-        return o.key.size() < 17 || o.key.compare(o.key.size() - 17, 17, "model.safetensors") != 0;
-      });
-      for (const auto& o : objects) REEL_RETURN_IF_ERROR(store_->Delete(o.key));
+std::string CheckpointStore::ShardName(int shard, int shards, const std::string& file) {
+  char name[48];
+  std::snprintf(name, sizeof(name), "shard-%05d-of-%05d.", shard, shards);
+  return name + file;
+}
+
+Status CheckpointStore::SaveShard(int64_t step, int shard, int shards,
+                                  const models::SafetensorsFile& model,
+                                  const models::SafetensorsFile& state) {
+  const std::string dir = DirName(step) + "/";
+  REEL_ASSIGN_OR_RETURN(std::string model_bytes, models::WriteSafetensors(model));
+  REEL_ASSIGN_OR_RETURN(std::string state_bytes, models::WriteSafetensors(state));
+  const std::string model_name = ShardName(shard, shards, "model.safetensors");
+  const std::string state_name = ShardName(shard, shards, "state.safetensors");
+  const nlohmann::json checksums = {{model_name, Checksum(model_bytes)},
+                                    {state_name, Checksum(state_bytes)}};
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + model_name), model_bytes));
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + state_name), state_bytes));
+  // Last: its presence says the shard is whole.
+  return store_->Put(Key(dir + ShardName(shard, shards, "checksums.json")),
+                     checksums.dump(2) + "\n");
+}
+
+Status CheckpointStore::CommitShards(const CheckpointData& rest, int shards, int keep) {
+  const std::string dir = DirName(rest.step) + "/";
+  REEL_ASSIGN_OR_RETURN(std::string state, models::WriteSafetensors(rest.state));
+  nlohmann::json checksums = {{"state.safetensors", Checksum(state)},
+                              {"config.yaml", Checksum(rest.config_text)}};
+  nlohmann::json files = nlohmann::json::array();
+  for (int i = 0; i < shards; ++i) {
+    const std::string name = ShardName(i, shards, "checksums.json");
+    auto text = store_->Get(Key(dir + name));
+    if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+      return DataLossError("sharded checkpoint " + storage::ObjectUri(*store_, Key(dir)) +
+                           " lacks shard " + std::to_string(i) + " of " + std::to_string(shards) +
+                           " (" + name + ")");
     }
+    REEL_RETURN_IF_ERROR(text.status());
+    const std::string where = storage::ObjectUri(*store_, Key(dir + name));
+    REEL_ASSIGN_OR_RETURN(nlohmann::json shard, ParseJson(*text, where));
+    if (!shard.is_object()) return DataLossError(where + ": expected an object of checksums");
+    for (const auto& [file, sum] : shard.items()) {
+      checksums[file] = sum;
+      files.push_back(file);
+    }
+  }
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "state.safetensors"), state));
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "config.yaml"), rest.config_text));
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "checksums.json"), checksums.dump(2) + "\n"));
+  const nlohmann::json manifest = {{"shards", shards}, {"files", files}};
+  REEL_RETURN_IF_ERROR(store_->Put(Key(dir + "manifest.json"), manifest.dump(2) + "\n"));
+  REEL_RETURN_IF_ERROR(PutLatest(rest.step));
+  return Prune(rest.step, keep);
+}
+
+Status CheckpointStore::PutLatest(int64_t step) {
+  const nlohmann::json latest = {{"step", step}, {"dir", DirName(step)}};
+  return store_->Put(Key("latest"), latest.dump() + "\n");
+}
+
+namespace {
+
+// The object whose presence makes a folder a checkpoint.
+bool IsMarker(const std::string& key) {
+  return EndsWith(key, "/model.safetensors") || EndsWith(key, "/manifest.json");
+}
+
+}  // namespace
+
+Status CheckpointStore::Prune(int64_t saved_step, int keep) {
+  REEL_ASSIGN_OR_RETURN(std::vector<int64_t> steps, Steps());
+  if (static_cast<int>(steps.size()) <= keep) return Status::Ok();
+  for (size_t i = 0; i + keep < steps.size(); ++i) {
+    if (steps[i] == saved_step) continue;
+    REEL_ASSIGN_OR_RETURN(auto objects, storage::ListAll(*store_, Key(DirName(steps[i]) + "/")));
+    // The folder's marker goes last so a half-deleted folder is never listed.
+    std::stable_partition(objects.begin(), objects.end(),
+                          [](const storage::ObjectInfo& o) { return !IsMarker(o.key); });
+    for (const auto& o : objects) REEL_RETURN_IF_ERROR(store_->Delete(o.key));
   }
   return Status::Ok();
 }
@@ -126,12 +196,53 @@ Result<std::vector<int64_t>> CheckpointStore::Steps() {
     long long step = 0;
     char file[64] = {0};
     if (std::sscanf(rest.c_str(), "step-%lld/%63s", &step, file) == 2 &&
-        std::string(file) == "model.safetensors") {
+        IsMarker("/" + std::string(file))) {
       steps.push_back(step);
     }
   }
   std::sort(steps.begin(), steps.end());
   return steps;
+}
+
+Result<std::string> CheckpointStore::GetVerified(const std::string& dir, const std::string& name,
+                                                 const Checksums& checksums) {
+  auto bytes = store_->Get(Key(dir + name));
+  if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) {
+    return DataLossError("checkpoint " + storage::ObjectUri(*store_, Key(dir)) + " lacks " + name);
+  }
+  REEL_RETURN_IF_ERROR(bytes.status());
+  REEL_RETURN_IF_ERROR(Verify(checksums, dir + name, *bytes));
+  return bytes;
+}
+
+Status CheckpointStore::ReadInto(const std::string& dir, const std::string& name,
+                                 const Checksums& checksums, models::SafetensorsFile* into) {
+  REEL_ASSIGN_OR_RETURN(std::string bytes, GetVerified(dir, name, checksums));
+  const std::string where = storage::ObjectUri(*store_, Key(dir + name));
+  REEL_ASSIGN_OR_RETURN(models::SafetensorsFile file, models::ReadSafetensors(bytes, where));
+  for (auto& [tensor, value] : file.tensors) {
+    if (into->tensors.count(tensor)) {
+      return DataLossError(where + ": tensor '" + tensor + "' is in another shard too");
+    }
+    into->tensors[tensor] = std::move(value);
+  }
+  for (auto& [key, value] : file.metadata) into->metadata[key] = std::move(value);
+  return Status::Ok();
+}
+
+Result<int> CheckpointStore::ShardCount(const std::string& dir) {
+  auto text = store_->Get(Key(dir + "manifest.json"));
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) return 0;
+  REEL_RETURN_IF_ERROR(text.status());
+  const std::string where = storage::ObjectUri(*store_, Key(dir + "manifest.json"));
+  REEL_ASSIGN_OR_RETURN(nlohmann::json manifest, ParseJson(*text, where));
+  JsonFields fields(manifest, "");
+  const int64_t shards = fields.Int("shards");
+  if (!fields.ok() || shards < 1 || shards > 1 << 20) {
+    return DataLossError(where + " is not a checkpoint manifest" +
+                         (fields.ok() ? ": bad shard count" : ": " + fields.error()));
+  }
+  return static_cast<int>(shards);
 }
 
 Result<CheckpointData> CheckpointStore::Load(std::optional<int64_t> step) {
@@ -140,31 +251,19 @@ Result<CheckpointData> CheckpointStore::Load(std::optional<int64_t> step) {
     if (!step) return NotFoundError("no checkpoint at " + uri());
   }
   const std::string dir = DirName(*step) + "/";
-  auto get = [&](const std::string& name) -> Result<std::string> {
-    auto bytes = store_->Get(Key(dir + name));
-    if (!bytes.ok() && bytes.status().code() == StatusCode::kNotFound) {
-      return DataLossError("checkpoint " + storage::ObjectUri(*store_, Key(dir)) + " lacks " +
-                           name);
-    }
-    return bytes;
-  };
   REEL_ASSIGN_OR_RETURN(Checksums checksums, LoadChecksums(dir));
-  auto get_verified = [&](const std::string& name) -> Result<std::string> {
-    REEL_ASSIGN_OR_RETURN(std::string bytes, get(name));
-    REEL_RETURN_IF_ERROR(Verify(checksums, dir + name, bytes));
-    return bytes;
-  };
+  REEL_ASSIGN_OR_RETURN(int shards, ShardCount(dir));
   CheckpointData data;
   data.step = *step;
-  REEL_ASSIGN_OR_RETURN(std::string model, get_verified("model.safetensors"));
-  REEL_ASSIGN_OR_RETURN(
-      data.model,
-      models::ReadSafetensors(model, storage::ObjectUri(*store_, Key(dir + "model.safetensors"))));
-  REEL_ASSIGN_OR_RETURN(std::string state, get_verified("state.safetensors"));
-  REEL_ASSIGN_OR_RETURN(
-      data.state,
-      models::ReadSafetensors(state, storage::ObjectUri(*store_, Key(dir + "state.safetensors"))));
-  REEL_ASSIGN_OR_RETURN(data.config_text, get_verified("config.yaml"));
+  if (shards == 0) REEL_RETURN_IF_ERROR(ReadInto(dir, "model.safetensors", checksums, &data.model));
+  for (int i = 0; i < shards; ++i) {
+    REEL_RETURN_IF_ERROR(
+        ReadInto(dir, ShardName(i, shards, "model.safetensors"), checksums, &data.model));
+    REEL_RETURN_IF_ERROR(
+        ReadInto(dir, ShardName(i, shards, "state.safetensors"), checksums, &data.state));
+  }
+  REEL_RETURN_IF_ERROR(ReadInto(dir, "state.safetensors", checksums, &data.state));
+  REEL_ASSIGN_OR_RETURN(data.config_text, GetVerified(dir, "config.yaml", checksums));
   return data;
 }
 

@@ -6,6 +6,14 @@
 //   <uri>/step-0000000100/config.yaml         the run's config, for people
 //   <uri>/step-0000000100/checksums.json      {"model.safetensors": "<xxh3-64 hex>", ...}
 //   <uri>/latest                              {"step": 100, "dir": "step-0000000100"}
+// A sharded checkpoint (a pipeline's stages each hold part of the model and optimiser state, and
+// write it in parallel) has instead of model.safetensors:
+//   <uri>/step-0000000100/shard-00001-of-00002.model.safetensors   that shard's tensors
+//   <uri>/step-0000000100/shard-00001-of-00002.state.safetensors   its optimiser state
+//   <uri>/step-0000000100/shard-00001-of-00002.checksums.json      its files' checksums
+//   <uri>/step-0000000100/manifest.json        {"shards": 2, "files": [...]}: written last, after
+//                                              every shard, it marks the folder as a checkpoint
+// and Load merges the shards into one CheckpointData, so a checkpoint loads into any layout.
 // Every object is put atomically (the stores' contract); model.safetensors, which marks a
 // folder as a checkpoint, is written after the rest of its folder and `latest` after that, so a
 // crash mid-save leaves the previous checkpoint current. After a save, all but the newest `keep`
@@ -45,6 +53,12 @@ class CheckpointStore {
   explicit CheckpointStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix = "");
 
   Status Save(const CheckpointData& checkpoint, int keep);
+  // A sharded save: every shard's writer calls SaveShard (in parallel); once all have, one
+  // calls CommitShards with the rest (state without the shards' tensors, config), which checks
+  // that every shard is there (DataLoss naming the first missing one) before its manifest.
+  Status SaveShard(int64_t step, int shard, int shards, const models::SafetensorsFile& model,
+                   const models::SafetensorsFile& state);
+  Status CommitShards(const CheckpointData& rest, int shards, int keep);
   // The step `latest` names, or nullopt when there is no checkpoint.
   Result<std::optional<int64_t>> LatestStep();
   // Steps of every complete checkpoint folder, ascending.
@@ -66,6 +80,15 @@ class CheckpointStore {
   Status Verify(const Checksums& checksums, const std::string& relative,
                 std::string_view bytes) const;
   std::string Key(const std::string& relative) const;
+  static std::string ShardName(int shard, int shards, const std::string& file);
+  Status PutLatest(int64_t step);
+  Status Prune(int64_t saved_step, int keep);      // all but the newest `keep` (and saved_step)
+  Result<int> ShardCount(const std::string& dir);  // 0: not sharded
+  Result<std::string> GetVerified(const std::string& dir, const std::string& name,
+                                  const Checksums& checksums);
+  // Adds the tensors of safetensors file dir+name to `into` (DataLoss on a name seen before).
+  Status ReadInto(const std::string& dir, const std::string& name, const Checksums& checksums,
+                  models::SafetensorsFile* into);
   std::shared_ptr<storage::ObjectStore> store_;
   std::string prefix_;  // "" or "a/b/" within the store
 };

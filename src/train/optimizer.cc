@@ -40,8 +40,13 @@ std::unordered_map<const void*, std::string> ParameterNames(const torch::nn::Mod
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model,
                                                        const OptimizerConfig& c) {
+  return MakeOptimizer(model.parameters(true), c);
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const std::vector<torch::Tensor>& parameters,
+                                                       const OptimizerConfig& c) {
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model.parameters(true)) {
+  for (const auto& p : parameters) {
     if (!p.requires_grad()) continue;
     (c.decay_norm_and_bias || p.dim() > 1 ? decay : no_decay).push_back(p);
   }
@@ -140,8 +145,14 @@ Status LoadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::M
       }
     }
   }
+  std::set<std::string> all_names;
+  for (const auto& [impl, name] : names) all_names.insert(prefix + name);
+  auto of_the_model = [&](const std::string& key) {  // "<prefix><param>.<field>"
+    const size_t dot = key.rfind('.');
+    return dot != std::string::npos && all_names.count(key.substr(0, dot)) > 0;
+  };
   for (const auto& [name, t] : file.tensors) {
-    if (name.compare(0, prefix.size(), prefix) == 0 && !used.count(name)) {
+    if (name.compare(0, prefix.size(), prefix) == 0 && !used.count(name) && !of_the_model(name)) {
       return InvalidArgumentError("optimizer state: tensor '" + name + "' belongs to no parameter");
     }
   }

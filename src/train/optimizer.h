@@ -18,6 +18,9 @@ namespace reel::train {
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(torch::nn::Module& model,
                                                        const OptimizerConfig& config);
+// Over some of a model's parameters only (a pipeline stage's).
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const std::vector<torch::Tensor>& parameters,
+                                                       const OptimizerConfig& config);
 
 // Sets the learning rate of every parameter group.
 void SetLearningRate(torch::optim::Optimizer& optimizer, double lr);
@@ -27,7 +30,9 @@ void SetLearningRate(torch::optim::Optimizer& optimizer, double lr);
 void SaveOptimizerState(const torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
                         const std::string& prefix, models::SafetensorsFile* out);
 // Restores what SaveOptimizerState wrote. InvalidArgument naming the tensor when one is missing
-// for a parameter that has state in the file, mis-shaped, or belongs to no parameter.
+// for a parameter that has state in the file, mis-shaped, or belongs to no parameter of `model`.
+// State of the model's parameters that the optimiser does not hold (another pipeline stage's) is
+// skipped, so every stage loads its part from one file.
 Status LoadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
                           const std::string& prefix, const models::SafetensorsFile& file);
 

@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "dist/comm.h"
+#include "dist/mesh.h"
+#include "dist/pipeline.h"
 #include "dist/reducer.h"
 #include "loader/loader.h"
+#include "models/video_resnet.h"
 #include "registry/registry.h"
 #include "storage/object_store.h"
 #include "train/amp.h"
@@ -48,6 +51,7 @@ class Run {
   Status KeepIfBest(const EvalReport& report);
   Status RegisterBest();
   Status SaveCheckpoint();
+  CheckpointData CheckpointState();  // the trainer's state, RNG and config: all but the weights
   Status EvaluateAndReport(bool final_eval);
   int EvalThreads() const;  // 0: leave LibTorch's thread count as it is
   Result<loader::Batch> NextBatch();
@@ -63,6 +67,31 @@ class Run {
   int64_t ClipsPerStep() const;
   Status TrainStep();
   Result<double> AccumulateGradients();
+  Result<double> ClipGradients();
+  Status MakeStepOptimizer();  // over params_, once they are this rank's
+
+  // Pipeline stages (parallel.pipeline_stages > 1; run_pipeline.cc): every rank builds the whole
+  // model and trains the units [cuts_[stage], cuts_[stage+1]) of its replica's pipeline.
+  // stages_ is decided by PlanStages (parallel.pipeline_stages, or the planner's for auto).
+  bool pipelined() const { return stages_ > 1; }
+  int replicas() const { return o_.world.world_size / stages_; }
+  int replica() const { return o_.world.rank / stages_; }
+  int stage() const { return o_.world.rank % stages_; }
+  bool reads_data() const { return stage() == 0; }
+  Status CheckPipelineLayout();
+  Status PlanStages();
+  Result<std::vector<dist::UnitCost>> ProfileUnits();              // on rank 0
+  Result<std::vector<int>> PlanOnLeader(double link_bytes_per_s);  // [stages, cuts...]
+  int64_t WorkerMemory() const;
+  Status MakePipeline();
+  Status OpenLoader();
+  std::vector<torch::Tensor> StageTensors(int stage, bool with_buffers);
+  bool StageOwns(int stage, const std::string& name) const;
+  Result<double> PipelineGradients();
+  Result<bool> AgreeOnEval();
+  Status AgreeOnFinite(bool* loss_finite, bool* grads_finite);
+  Status GatherModel();  // every stage's current weights into every rank's whole model
+  Status SaveShardedCheckpoint();
   Status LogAndResetWindow();
   Result<bool> StopAgreed();
   Result<TrainResult> Finish(Clock::time_point start);
@@ -88,6 +117,12 @@ class Run {
   std::optional<CheckpointStore> checkpoints_;
   std::unique_ptr<dist::Comm> comm_;
   std::unique_ptr<dist::Reducer> reducer_;
+  std::optional<dist::Mesh> mesh_;
+  std::optional<dist::PipelineStage> pipeline_;
+  models::VideoResNetImpl* units_ = nullptr;  // the model as units, when pipelined
+  int stages_ = 1;
+  std::vector<int> cuts_;
+  bool eval_pending_ = false;           // an epoch ended while fetching a pipeline step's batches
   std::vector<torch::Tensor> buffers_;  // broadcast from rank 0 before each forward
   ScheduleOptions schedule_;
   std::ofstream metrics_;

@@ -159,7 +159,7 @@ Status Run::Resume() {
   if (chosen >= 0) latest = chosen;
   if (!o_.resume || !latest) {
     if (leader() && !c_.model_init.empty()) REEL_RETURN_IF_ERROR(LoadInitialWeights());
-    return loader_->Start({c_.seed, 0, 0});
+    return reads_data() ? loader_->Start({c_.seed, 0, 0}) : Status::Ok();
   }
   auto loaded_cp = checkpoints_->Load(*latest);
   if (!loaded_cp.ok() && !leader()) {
@@ -207,15 +207,12 @@ Status Run::Resume() {
              {"step", step_},
              {"checkpoint", checkpoints_->uri() + CheckpointStore::DirName(step_)}});
   Logger("train")->info("resumed from step {} ({} samples seen)", step_, samples_);
-  return loader_->Start(loader_state);
+  return reads_data() ? loader_->Start(loader_state) : Status::Ok();
 }
 
-Status Run::SaveCheckpoint() {
-  if (!leader()) return WaitForLeader("rank 0 writing checkpoint step " + std::to_string(step_));
+CheckpointData Run::CheckpointState() {
   CheckpointData cp;
   cp.step = step_;
-  cp.model = models::SaveStateDict(*module_);
-  SaveOptimizerState(*optimizer_, *module_, "optimizer.", &cp.state);
   cp.state.tensors["rng.cpu"] = models::ToTensorBytes(GetRngState(torch::Device(torch::kCPU)));
   if (device_.is_cuda()) cp.state.tensors["rng.cuda"] = models::ToTensorBytes(GetRngState(device_));
   TrainerState trainer;
@@ -230,6 +227,15 @@ Status Run::SaveCheckpoint() {
   trainer.loader = loader_->state();
   cp.state.metadata["trainer"] = trainer.ToJson();
   cp.config_text = c_.source_text;
+  return cp;
+}
+
+Status Run::SaveCheckpoint() {
+  if (pipeline_) return SaveShardedCheckpoint();
+  if (!leader()) return WaitForLeader("rank 0 writing checkpoint step " + std::to_string(step_));
+  CheckpointData cp = CheckpointState();
+  cp.model = models::SaveStateDict(*module_);
+  SaveOptimizerState(*optimizer_, *module_, "optimizer.", &cp.state);
   auto start = Clock::now();
   REEL_RETURN_IF_ERROR(checkpoints_->Save(cp, c_.checkpoint_keep));
   WriteLine({{"event", "checkpoint"}, {"step", step_}, {"seconds", Seconds(start)}});

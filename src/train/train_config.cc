@@ -200,6 +200,41 @@ Status ParseDist(const ConfigNode& node, DistConfig* d) {
   return Status::Ok();
 }
 
+Status ParseParallel(const ConfigNode& node, int batch_size, ParallelConfig* p) {
+  if (!node.IsMap()) {
+    REEL_ASSIGN_OR_RETURN(std::string word, node.AsString());
+    if (word != "auto") return node.Error("expected auto or a map of settings");
+    return Status::Ok();
+  }
+  REEL_RETURN_IF_ERROR(
+      node.CheckKeys({"pipeline_stages", "micro_batches", "schedule", "worker_memory_mb"}));
+  if (node.Has("pipeline_stages")) {
+    REEL_ASSIGN_OR_RETURN(ConfigNode stages, node.Child("pipeline_stages"));
+    Result<std::string> word = stages.AsString();
+    p->auto_stages = word.ok() && *word == "auto";
+    if (!p->auto_stages) {
+      REEL_RETURN_IF_ERROR(ReadInt(node, "pipeline_stages", 1, 1024, &p->pipeline_stages));
+    }
+  }
+  REEL_RETURN_IF_ERROR(ReadDouble(node, "worker_memory_mb", 0, 1e12, &p->worker_memory_mb));
+  REEL_RETURN_IF_ERROR(ReadInt(node, "micro_batches", 1, 1 << 20, &p->micro_batches));
+  REEL_RETURN_IF_ERROR(ReadString(node, "schedule", &p->schedule));
+  if (p->schedule != "gpipe" && p->schedule != "1f1b") {
+    return node.Child("schedule")
+        .value()
+        .Error("unknown pipeline schedule '" + p->schedule + "' (expected gpipe or 1f1b)");
+  }
+  // auto fits its default to the batch; what a user asks for must fit as it is.
+  const bool asked = node.Has("micro_batches") || (!p->auto_stages && p->pipeline_stages > 1);
+  if (asked && p->micro_batches > batch_size) {
+    return node.Child("micro_batches")
+        .value()
+        .Error("micro_batches (" + std::to_string(p->micro_batches) +
+               ") must not exceed data.batch_size (" + std::to_string(batch_size) + ")");
+  }
+  return Status::Ok();
+}
+
 Status ParseRegistry(const ConfigNode& node, RegistryConfig* r) {
   REEL_RETURN_IF_ERROR(node.CheckKeys(
       {"uri", "chunks", "model", "branch", "aliases", "with_optimizer", "best", "best_alias"}));
@@ -230,7 +265,7 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
   if (!root.IsMap()) return root.Error("a training config is a map of sections");
   REEL_RETURN_IF_ERROR(
       root.CheckKeys({"run_dir", "seed", "threads", "device", "model", "data", "optimizer",
-                      "schedule", "train", "checkpoint", "dist", "registry"}));
+                      "schedule", "train", "checkpoint", "dist", "parallel", "registry"}));
   TrainConfig c;
   REEL_RETURN_IF_ERROR(ReadString(root, "run_dir", &c.run_dir));
   if (c.run_dir.empty()) return root.Child("run_dir").value().Error("must not be empty");
@@ -286,6 +321,10 @@ Result<TrainConfig> ParseTrainConfig(const ConfigNode& root) {
 
   REEL_ASSIGN_OR_RETURN(auto dist, Section(root, "dist"));
   if (dist) REEL_RETURN_IF_ERROR(ParseDist(*dist, &c.dist));
+  if (root.Has("parallel")) {  // a map, or the word auto
+    REEL_ASSIGN_OR_RETURN(ConfigNode parallel, root.Child("parallel"));
+    REEL_RETURN_IF_ERROR(ParseParallel(parallel, c.data.batch_size, &c.parallel));
+  }
   REEL_ASSIGN_OR_RETURN(auto registry, Section(root, "registry"));
   if (registry) REEL_RETURN_IF_ERROR(ParseRegistry(*registry, &c.registry));
   return c;

@@ -57,6 +57,16 @@
 //     timeout_s: 60               # watchdog: a collective slower than this fails naming the rank
 //     connect_timeout_s: 300      # for every rank to join
 //     iface: ""                   # network interface for collectives ("" = see dist/comm.h)
+//   parallel:                     # how the processes of a job split the work (`parallel: auto`
+//                                 # is short for {pipeline_stages: auto}, the default)
+//     pipeline_stages: auto       # S > 1: the model cut into S stages by measured layer cost;
+//                                 # the world is world/S data-parallel replicas of an S-stage
+//                                 # pipeline (dist/mesh.h); checkpoints are sharded by stage.
+//                                 # auto: dist/planner.h picks S from the model's measured costs,
+//                                 # the workers' memory and the link's measured speed, and logs why
+//     micro_batches: 4            # per pipeline step (data.batch_size is split into them)
+//     schedule: 1f1b              # gpipe or 1f1b
+//     worker_memory_mb: 0         # auto's memory per process (0: the machine's / its processes)
 //
 // data.batch_size is per process, as in PyTorch DDP: a step sees batch_size x grad_accum x
 // world size clips.
@@ -134,6 +144,14 @@ struct DistConfig {
   std::string iface;
 };
 
+struct ParallelConfig {
+  bool auto_stages = true;  // pipeline_stages: auto
+  int pipeline_stages = 1;  // when not auto
+  double worker_memory_mb = 0;
+  int micro_batches = 4;
+  std::string schedule = "1f1b";
+};
+
 struct TrainConfig {
   std::string source_text;  // the YAML as read, saved into every checkpoint
   std::string run_dir = "runs/default";
@@ -163,6 +181,7 @@ struct TrainConfig {
   int64_t checkpoint_every_steps = 100;
   int checkpoint_keep = 3;
   DistConfig dist;
+  ParallelConfig parallel;
   RegistryConfig registry;
 
   // Loader options for the training split, for `rank` of `world_size`.

@@ -150,6 +150,35 @@ TEST(TrainConfigTest, TheDistSectionIsReadAndChecked) {
   EXPECT_EQ(loader.plan.rank, 3);
 }
 
+TEST(TrainConfigTest, TheParallelSectionIsAutoByDefaultOrAFixedLayout) {
+  ASSERT_OK_AND_ASSIGN(TrainConfig defaults, ParseTrainConfigText(kConfig, "train.yaml"));
+  EXPECT_TRUE(defaults.parallel.auto_stages);
+  EXPECT_EQ(defaults.parallel.micro_batches, 4);
+  EXPECT_EQ(defaults.parallel.schedule, "1f1b");
+  ASSERT_OK_AND_ASSIGN(TrainConfig word,
+                       ParseTrainConfigText(std::string(kConfig) + "parallel: auto\n", "t.yaml"));
+  EXPECT_TRUE(word.parallel.auto_stages);
+  const std::string fixed =
+      std::string(kConfig) +
+      "parallel: {pipeline_stages: 2, micro_batches: 2, schedule: gpipe, worker_memory_mb: 512}\n";
+  ASSERT_OK_AND_ASSIGN(TrainConfig c, ParseTrainConfigText(fixed, "train.yaml"));
+  EXPECT_FALSE(c.parallel.auto_stages);
+  EXPECT_EQ(c.parallel.pipeline_stages, 2);
+  EXPECT_EQ(c.parallel.micro_batches, 2);
+  EXPECT_EQ(c.parallel.schedule, "gpipe");
+  EXPECT_DOUBLE_EQ(c.parallel.worker_memory_mb, 512);
+  EXPECT_NE(ErrorOf(Replace(fixed, "gpipe", "zigzag")).find("unknown pipeline schedule 'zigzag'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(fixed, "pipeline_stages: 2", "pipeline_stages: 0"))
+                .find("'parallel.pipeline_stages': must be in"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Replace(fixed, "micro_batches: 2", "micro_batches: 64"))
+                .find("must not exceed data.batch_size"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kConfig) + "parallel: manual\n").find("expected auto or a map"),
+            std::string::npos);
+}
+
 TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
   auto text = ApplyConfigOverrides(kConfig, {"train.epochs=3", "data.workers=6",
                                              "model.layers=[2,2,2,2]", "checkpoint.uri=mem://x"});
@@ -259,6 +288,29 @@ TEST(OptimizerTest, BadStateIsRefusedAndLeavesTheOptimizerAlone) {
       saved.tensors.at("optimizer.2.weight.momentum_buffer");
   EXPECT_FALSE(LoadOptimizerState(*opt, *toy.model, "optimizer.", misshaped).ok());
   EXPECT_EQ(opt->state().size(), 6u);  // untouched by the failed loads
+}
+
+// A pipeline stage's optimiser holds some parameters; it loads their state from a file with
+// every stage's and skips the rest.
+TEST(OptimizerTest, AStagesOptimizerLoadsItsPartOfTheWholeState) {
+  Toy toy;
+  OptimizerConfig oc;
+  auto whole = MakeOptimizer(*toy.model, oc);
+  toy.Backward();
+  whole->step();
+  models::SafetensorsFile saved;
+  SaveOptimizerState(*whole, *toy.model, "optimizer.", &saved);
+  ASSERT_EQ(saved.tensors.size(), 6u);
+  auto* first = toy.model[0]->as<torch::nn::Linear>();
+  auto stage = MakeOptimizer(first->parameters(), oc);
+  ASSERT_OK(LoadOptimizerState(*stage, *toy.model, "optimizer.", saved));
+  EXPECT_EQ(stage->state().size(), 2u);  // 0.weight and 0.bias
+  models::SafetensorsFile part;
+  SaveOptimizerState(*stage, *toy.model, "optimizer.", &part);
+  EXPECT_EQ(part.tensors.size(), 2u);
+  EXPECT_EQ(part.tensors.count("optimizer.0.weight.momentum_buffer"), 1u);
+  EXPECT_EQ(part.tensors.at("optimizer.0.bias.momentum_buffer").data,
+            saved.tensors.at("optimizer.0.bias.momentum_buffer").data);
 }
 
 TEST(GradScalerTest, InfiniteGradientsSkipTheStepAndHalveTheScale) {
@@ -421,12 +473,83 @@ TEST(CheckpointStoreTest, PruningLeavesNoEmptyFoldersOnALocalStore) {
   EXPECT_EQ(*store.Steps(), (std::vector<int64_t>{30, 40}));
 }
 
+// Two shards (a pipeline's stages) and the rest from rank 0: one checkpoint when loaded.
+void SaveShardedCheckpoint(CheckpointStore& store, int64_t step, int keep) {
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string name = shard == 0 ? "stem.w" : "fc.w";
+    models::SafetensorsFile model, state;
+    model.tensors[name] =
+        models::ToTensorBytes(torch::full({3}, static_cast<float>(step * 10 + shard)));
+    state.tensors["optimizer." + name + ".momentum_buffer"] =
+        models::ToTensorBytes(torch::full({3}, static_cast<float>(shard)));
+    ASSERT_OK(store.SaveShard(step, shard, 2, model, state));
+  }
+  CheckpointData rest = Checkpoint(step);
+  rest.model.tensors.clear();
+  ASSERT_OK(store.CommitShards(rest, 2, keep));
+}
+
+TEST(CheckpointStoreTest, ShardsWrittenApartLoadAsOneCheckpoint) {
+  auto memory = std::make_shared<storage::MemoryStore>("ckpt-sharded");
+  CheckpointStore store(memory, "run");
+  for (int64_t step : {10, 20, 30}) SaveShardedCheckpoint(store, step, 2);
+  EXPECT_EQ(*store.Steps(), (std::vector<int64_t>{20, 30}));
+  EXPECT_STATUS(memory->Head("run/step-0000000010/shard-00000-of-00002.model.safetensors"),
+                StatusCode::kNotFound);  // pruned, shards and all
+  EXPECT_OK(memory->Head("run/step-0000000030/manifest.json"));
+  EXPECT_STATUS(memory->Head("run/step-0000000030/model.safetensors"), StatusCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(CheckpointData cp, store.Load());
+  EXPECT_EQ(cp.step, 30);
+  ASSERT_EQ(cp.model.tensors.size(), 2u);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor fc,
+                       models::FromTensorBytes(cp.model.tensors.at("fc.w"), "fc"));
+  EXPECT_EQ(fc[0].item<float>(), 301.F);
+  EXPECT_EQ(cp.state.tensors.count("optimizer.stem.w.momentum_buffer"), 1u);
+  EXPECT_EQ(cp.state.tensors.count("optimizer.fc.w.momentum_buffer"), 1u);
+  EXPECT_EQ(cp.state.metadata.at("trainer"), "{\"step\": 30}");
+  EXPECT_EQ(cp.config_text, "seed: 1\n");
+}
+
+TEST(CheckpointStoreTest, AMissingOrDamagedShardNeverMakesACheckpoint) {
+  auto memory = std::make_shared<storage::MemoryStore>("ckpt-shard-missing");
+  CheckpointStore store(memory);
+  SaveShardedCheckpoint(store, 4, 3);
+  // Step 8: only shard 1 of 2 arrived (its stage died): no manifest, `latest` stays at 4.
+  models::SafetensorsFile model, state;
+  model.tensors["fc.w"] = models::ToTensorBytes(torch::ones({2}));
+  ASSERT_OK(store.SaveShard(8, 1, 2, model, state));
+  auto committed = store.CommitShards(Checkpoint(8), 2, 3);
+  EXPECT_STATUS(committed, StatusCode::kDataLoss);
+  EXPECT_NE(committed.message().find("lacks shard 0 of 2"), std::string::npos)
+      << committed.message();
+  EXPECT_EQ(**store.LatestStep(), 4);
+  EXPECT_EQ(*store.Steps(), (std::vector<int64_t>{4}));
+  // A flipped bit in a shard is caught by the checksums the shard wrote.
+  const std::string key = "step-0000000004/shard-00001-of-00002.model.safetensors";
+  ASSERT_OK_AND_ASSIGN(std::string bytes, memory->Get(key));
+  bytes[bytes.size() - 1] ^= 0x01;
+  ASSERT_OK(memory->Put(key, bytes));
+  auto loaded = store.Load(4);
+  EXPECT_STATUS(loaded, StatusCode::kDataLoss);
+  EXPECT_NE(loaded.status().message().find("shard-00001-of-00002.model.safetensors is corrupt"),
+            std::string::npos)
+      << loaded.status().message();
+  // Two shards that both hold a tensor: refused rather than one silently winning.
+  SaveShardedCheckpoint(store, 12, 3);
+  models::SafetensorsFile twice;
+  twice.tensors["stem.w"] = models::ToTensorBytes(torch::ones({3}));
+  ASSERT_OK(store.SaveShard(12, 1, 2, twice, state));
+  ASSERT_OK(store.CommitShards(Checkpoint(12), 2, 3));
+  auto doubled = store.Load(12);
+  EXPECT_STATUS(doubled, StatusCode::kDataLoss);
+  EXPECT_NE(doubled.status().message().find("'stem.w' is in another shard too"), std::string::npos)
+      << doubled.status().message();
+}
+
 // testdata/checkpoints/release-0.1.0: written by `reel train` of release 0.1.0 (the one before
 // checksums and the trainer state codec; testdata/README.md says how). It must keep loading.
 TEST(CheckpointStoreTest, ACheckpointOfThePreviousReleaseStillLoadsAndResumes) {
-  const char* source = std::getenv("REEL_SOURCE_DIR");
-  const std::string root =
-      std::string(source ? source : ".") + "/testdata/checkpoints/release-0.1.0";
+  const std::string root = reel::testing::SourcePath("testdata/checkpoints/release-0.1.0");
   storage::LocalStoreOptions read_only;
   read_only.create_root = false;
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Open(root, read_only));

@@ -42,11 +42,21 @@ Status Run::Setup() {
   module_->to(device_);
   module_->train();
   for (auto& p : module_->parameters()) params_.push_back(p);
-  optimizer_ = MakeOptimizer(*module_, c_.optimizer);
   scaler_ = std::make_unique<GradScaler>(precision_.scale_loss);
+  REEL_RETURN_IF_ERROR(CheckPipelineLayout());
+  REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(c_.checkpoint_uri));
+  checkpoints_.emplace(std::move(checkpoints));
+  if (!leader()) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(c_.run_dir, ec);
+  if (ec) return InternalError("cannot create run_dir '" + c_.run_dir + "': " + ec.message());
+  return Status::Ok();
+}
 
-  auto opened =
-      loader::Loader::Open(*store_, c_.TrainLoaderOptions(o_.world.world_size, o_.world.rank));
+// After PlanStages: pipelines are the data-parallel unit, each replica's stages share its part
+// of the data.
+Status Run::OpenLoader() {
+  auto opened = loader::Loader::Open(*store_, c_.TrainLoaderOptions(replicas(), replica()));
   if (!opened.ok()) {
     return Status(opened.status().code(), "data (split '" + c_.data.train_split + "', batch_size " +
                                               std::to_string(c_.data.batch_size) +
@@ -75,14 +85,12 @@ Status Run::Setup() {
   schedule_.warmup_steps =
       std::min(schedule_.total_steps,
                c_.warmup_steps >= 0 ? c_.warmup_steps : c_.warmup_epochs * steps_per_epoch);
-  REEL_RETURN_IF_ERROR(ValidateSchedule(schedule_));
+  return ValidateSchedule(schedule_);
+}
 
-  REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(c_.checkpoint_uri));
-  checkpoints_.emplace(std::move(checkpoints));
-  if (!leader()) return Status::Ok();
-  std::error_code ec;
-  std::filesystem::create_directories(c_.run_dir, ec);
-  if (ec) return InternalError("cannot create run_dir '" + c_.run_dir + "': " + ec.message());
+// After PlanStages: a stage's optimiser holds only its parameters.
+Status Run::MakeStepOptimizer() {
+  optimizer_ = MakeOptimizer(params_, c_.optimizer);
   return Status::Ok();
 }
 
@@ -116,6 +124,7 @@ int Run::EvalThreads() const {
 }
 
 Status Run::EvaluateAndReport(bool final_eval) {
+  if (pipeline_) REEL_RETURN_IF_ERROR(GatherModel());
   if (!leader()) return WaitForLeader("rank 0 evaluating at step " + std::to_string(step_));
   auto start = Clock::now();
   if (EvalThreads() > 0) torch::set_num_threads(EvalThreads());
@@ -165,7 +174,11 @@ Result<loader::Batch> Run::NextBatch() {
   if (c_.eval_every_epochs > 0 && (epoch + 1) % c_.eval_every_epochs == 0 &&
       last_eval_epoch_ < epoch) {
     last_eval_epoch_ = epoch;
-    REEL_RETURN_IF_ERROR(EvaluateAndReport(false));
+    if (pipeline_) {
+      eval_pending_ = true;  // the other stages join it before the step (AgreeOnEval)
+    } else {
+      REEL_RETURN_IF_ERROR(EvaluateAndReport(false));
+    }
   }
   REEL_RETURN_IF_ERROR(loader_->Start({c_.seed, epoch + 1, 0}));
   REEL_ASSIGN_OR_RETURN(batch, loader_->Next());
@@ -183,6 +196,9 @@ Result<TrainResult> Run::Go() {
   const auto start = Clock::now();
   REEL_RETURN_IF_ERROR(Setup());
   REEL_RETURN_IF_ERROR(ConnectWorld());
+  REEL_RETURN_IF_ERROR(PlanStages());
+  REEL_RETURN_IF_ERROR(OpenLoader());
+  REEL_RETURN_IF_ERROR(MakeStepOptimizer());
   REEL_RETURN_IF_ERROR(OpenMetrics());
   REEL_RETURN_IF_ERROR(Resume());
   REEL_RETURN_IF_ERROR(StartReplicas());
@@ -244,13 +260,21 @@ Status Run::OpenMetrics() {
 // resumed rank 0 is the reference either way), and averages gradients through the reducer.
 Status Run::StartReplicas() {
   if (!comm_) return Status::Ok();
-  std::vector<torch::Tensor> state = params_;
+  std::vector<torch::Tensor> state = module_->parameters();
   for (auto& b : module_->buffers()) {
     state.push_back(b);
     buffers_.push_back(b);
   }
   REEL_RETURN_IF_ERROR(comm_->Broadcast(state, 0, "parameters and buffers from rank 0"));
-  if (!c_.dist.broadcast_buffers) buffers_.clear();
+  if (pipeline_) {  // a stage's buffers, from replica 0; its gradients averaged in
+                    // PipelineGradients
+    buffers_.clear();
+    for (auto& t : StageTensors(stage(), /*with_buffers=*/true)) {
+      if (!t.requires_grad()) buffers_.push_back(t);
+    }
+  }
+  if (!c_.dist.broadcast_buffers || (pipeline_ && replicas() == 1)) buffers_.clear();
+  if (pipeline_) return Status::Ok();
   dist::ReducerOptions reducer;
   reducer.bucket_cap_bytes = static_cast<int64_t>(c_.dist.bucket_cap_mb * 1024 * 1024);
   reducer.first_bucket_bytes = static_cast<int64_t>(c_.dist.first_bucket_mb * 1024 * 1024);
@@ -264,31 +288,39 @@ Status Run::StartReplicas() {
 void Run::LogPlan() const {
   if (!leader()) return;
   const int world = o_.world.world_size;
+  std::string layout;
+  if (world > 1) layout = " x " + std::to_string(world) + " processes (" + comm_->backend() + ")";
+  if (pipeline_) {
+    layout += ": " + std::to_string(replicas()) + (replicas() == 1 ? " replica" : " replicas") +
+              " of " + std::to_string(stages_) + " pipeline stages (" + c_.parallel.schedule +
+              ", " + std::to_string(c_.parallel.micro_batches) + " micro-batches)";
+  }
   Logger("train")->info(
       "training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}, {}", c_.model.name,
       c_.data.dataset, schedule_.total_steps, schedule_.warmup_steps, ClipsPerStep(), device_.str(),
-      world > 1 ? " x " + std::to_string(world) + " processes (" + comm_->backend() + ")" : "",
-      PrecisionName(precision_));
+      layout, PrecisionName(precision_));
 }
 
 int64_t Run::ClipsPerStep() const {
-  return static_cast<int64_t>(c_.data.batch_size) * c_.grad_accum * o_.world.world_size;
+  return static_cast<int64_t>(c_.data.batch_size) * c_.grad_accum * replicas();
 }
 
 // One optimiser step: forward and backward over grad_accum micro-batches, then the update.
 Status Run::TrainStep() {
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // set to none: no memset
-  REEL_ASSIGN_OR_RETURN(double step_loss, AccumulateGradients());
+  REEL_ASSIGN_OR_RETURN(double step_loss, pipeline_ ? PipelineGradients() : AccumulateGradients());
   if (reducer_) REEL_RETURN_IF_ERROR(reducer_->Finish());
-  if (!std::isfinite(step_loss) && !scaler_->enabled()) {
+  bool finite = scaler_->Unscale(params_);
+  bool loss_finite = std::isfinite(step_loss);
+  if (pipeline_) REEL_RETURN_IF_ERROR(AgreeOnFinite(&loss_finite, &finite));
+  if (!loss_finite && !scaler_->enabled()) {
     return InternalError("the loss is " + std::to_string(step_loss) + " at step " +
                          std::to_string(step_ + 1) +
                          ": training diverged (lower optimizer.lr or set train.clip_grad_norm)");
   }
-  const bool finite = scaler_->Unscale(params_);
   double norm = 0;
   if (finite && c_.clip_grad_norm > 0) {
-    norm = torch::nn::utils::clip_grad_norm_(params_, c_.clip_grad_norm);
+    REEL_ASSIGN_OR_RETURN(norm, ClipGradients());
   }
   window_.lr = LearningRate(schedule_, step_);
   SetLearningRate(*optimizer_, window_.lr);
@@ -303,6 +335,13 @@ Status Run::TrainStep() {
   window_.norm += norm;
   ++window_.steps;
   return Status::Ok();
+}
+
+// Clips the gradients of the whole model (across the pipeline's stages) to train.clip_grad_norm;
+// the norm before.
+Result<double> Run::ClipGradients() {
+  if (pipeline_) return dist::ClipGradNormAcross(*mesh_->pipeline, params_, c_.clip_grad_norm);
+  return torch::nn::utils::clip_grad_norm_(params_, c_.clip_grad_norm);
 }
 
 // Forward and backward of every micro-batch of a step; the step's mean loss.
@@ -351,7 +390,10 @@ Status Run::LogAndResetWindow() {
     losses[o_.world.rank] = m.loss;
     REEL_RETURN_IF_ERROR(
         comm_->AllReduce(losses, "losses for the log at step " + std::to_string(step_)));
-    m.rank_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + world);
+    if (pipeline_) {  // each replica's, from its last stage (rank = replica * stages + stage)
+      losses = losses.view({replicas(), stages_}).select(1, stages_ - 1).contiguous();
+    }
+    m.rank_losses.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());
     m.loss = losses.mean().item<double>();
   }
   m.lr = window_.lr;

@@ -24,8 +24,22 @@
 // node reads. Samples and clips/s count the whole job; the logged loss is the mean over ranks, with
 // each rank's in "rank_losses" (one small all-reduce per logging window).
 //
+// Pipeline and hybrid (parallel.pipeline_stages S > 1, world a multiple of S): the world is
+// world/S replicas of an S-stage pipeline (dist/mesh.h). Rank 0 times each unit of the model
+// (stem, residual blocks, head) on a micro-batch of the configured shape and cuts it into S
+// stages where the slowest is fastest (dist/partition.h); every rank builds the whole model,
+// trains its stage's units with its own optimiser (dist/pipeline.h, GPipe or 1F1B over
+// parallel.micro_batches) and averages their gradients with the same stage of the other replicas.
+// The first stage of each replica reads its share of the data and sends the labels to the last;
+// gradient clipping and the fp16 loss scaler's skip decision span the stages. Rank 0 gathers
+// every stage's weights to evaluate; checkpoints are sharded (checkpoint.h), one shard per stage
+// written by replica 0, and load into any layout (another S, data parallel, one process).
+// Batch norm normalises each micro-batch on its own, so a pipeline step equals one process
+// accumulating the same micro-batches, not one process on the whole batch.
+//
 // Errors: InvalidArgument (config against the dataset: class count, too few samples for a
-// batch, unavailable device), FailedPrecondition (checkpoints exist and resume is off; a
+// batch, unavailable device; pipeline stages that do not fit the world or the model),
+// FailedPrecondition (checkpoints exist and resume is off; a
 // checkpoint from another model), the loader's and the stores', Internal for non-finite losses
 // without a loss scaler (the run diverged; the message says at which step).
 // Distributed: Unavailable from the process group (a peer died or hangs: the watchdog's report
