@@ -131,6 +131,15 @@ Row Measure(const Args& a, const StagePlan& plan, PipelineOptions options, const
   return row;
 }
 
+// Each unit's forward and backward on `micro_batch` (pipeline.h's ProfileUnits).
+std::vector<UnitCost> Profile(VideoResNet& probe, const at::Tensor& micro_batch) {
+  std::vector<std::string> names(static_cast<size_t>(probe->unit_count()));
+  for (int u = 0; u < probe->unit_count(); ++u) names[u] = probe->unit_name(u);
+  return ProfileUnits(
+      names, [&](int u, const at::Tensor& in) { return probe->forward_units(in, u, u + 1); },
+      [&](int u) { return probe->UnitParameters(u); }, micro_batch, 2);
+}
+
 void Die(const Status& status) {
   std::fprintf(stderr, "parallel_bench: %s\n", status.ToString().c_str());
   std::exit(1);
@@ -199,13 +208,9 @@ int Crossover(Args a) {
     const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
     const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
     VideoResNet probe = MakeModel(a);
-    std::vector<std::string> names;
-    for (int u = 0; u < probe->unit_count(); ++u) names.push_back(probe->unit_name(u));
     const int micro = a.batch / kMicro;
     LayoutInputs in;
-    in.units = ProfileUnits(
-        names, [&](int u, const at::Tensor& t) { return probe->forward_units(t, u, u + 1); },
-        [&](int u) { return probe->UnitParameters(u); }, x.narrow(0, 0, micro), 2);
+    in.units = Profile(probe, x.narrow(0, 0, micro));
     in.measured_clips = micro;
     in.batch = a.batch;
     in.micro_batches = kMicro;
@@ -251,12 +256,8 @@ int Run(const Args& a) {
   const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
 
   VideoResNet probe = MakeModel(a);
-  std::vector<std::string> names;
-  for (int u = 0; u < probe->unit_count(); ++u) names.push_back(probe->unit_name(u));
   const int smallest_micro = a.batch / 8;
-  const std::vector<UnitCost> costs = ProfileUnits(
-      names, [&](int u, const at::Tensor& in) { return probe->forward_units(in, u, u + 1); },
-      [&](int u) { return probe->UnitParameters(u); }, x.narrow(0, 0, smallest_micro), 2);
+  const std::vector<UnitCost> costs = Profile(probe, x.narrow(0, 0, smallest_micro));
   Result<StagePlan> plan = BalanceStages(costs, a.stages);
   if (!plan.ok()) {
     std::fprintf(stderr, "parallel_bench: %s\n", plan.status().ToString().c_str());

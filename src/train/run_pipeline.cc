@@ -169,11 +169,13 @@ Status Run::PlanStages() {
     Result<std::vector<int>> made = PlanOnLeader(link);
     planned = made.status();
     for (size_t i = 0; made.ok() && i < made->size(); ++i) plan[i] = (*made)[i];
+    if (!made.ok()) plan[1] = static_cast<int64_t>(made.status().code());
   }
   REEL_RETURN_IF_ERROR(comm_->Broadcast({plan}, 0, "the job's layout"));
   REEL_RETURN_IF_ERROR(planned);
-  if (plan[0].item<int64_t>() < 1) {
-    return FailedPreconditionError("rank 0 could not plan the job's layout (its log says why)");
+  if (plan[0].item<int64_t>() < 1) {  // the same kind of error as rank 0's, so the job's exit code
+    return Status(static_cast<StatusCode>(plan[1].item<int64_t>()),
+                  "rank 0 could not plan the job's layout (its log says why)");
   }
   stages_ = static_cast<int>(plan[0].item<int64_t>());
   if (stages_ == 1) return Status::Ok();
