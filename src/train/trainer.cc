@@ -266,8 +266,9 @@ Status Run::StartReplicas() {
     buffers_.push_back(b);
   }
   REEL_RETURN_IF_ERROR(comm_->Broadcast(state, 0, "parameters and buffers from rank 0"));
-  if (pipeline_) {  // a stage's buffers, from replica 0; its gradients averaged in
-                    // PipelineGradients
+  // A pipeline stage broadcasts only its buffers (from replica 0) and averages its gradients in
+  // PipelineGradients, without the reducer.
+  if (pipeline_) {
     buffers_.clear();
     for (auto& t : StageTensors(stage(), /*with_buffers=*/true)) {
       if (!t.requires_grad()) buffers_.push_back(t);
@@ -293,7 +294,8 @@ void Run::LogPlan() const {
   if (pipeline_) {
     layout += ": " + std::to_string(replicas()) + (replicas() == 1 ? " replica" : " replicas") +
               " of " + std::to_string(stages_) + " pipeline stages (" + c_.parallel.schedule +
-              ", " + std::to_string(c_.parallel.micro_batches) + " micro-batches)";
+              ", " + std::to_string(std::min(c_.parallel.micro_batches, c_.data.batch_size)) +
+              " micro-batches)";
   }
   Logger("train")->info(
       "training {} on {} for {} steps ({} warmup), {} clips per step, on {}{}, {}", c_.model.name,
