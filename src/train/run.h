@@ -85,7 +85,11 @@ class Run {
   int64_t WorkerMemory() const;
   Status MakePipeline();
   Status OpenLoader();
-  std::vector<torch::Tensor> StageTensors(int stage, bool with_buffers);
+  struct StageState {  // a stage's parameters and buffers, by name, in the module's order
+    std::vector<std::string> parameter_names, buffer_names;
+    std::vector<torch::Tensor> parameters, buffers;
+  };
+  StageState StageOf(int stage) const;
   bool StageOwns(int stage, const std::string& name) const;
   Result<double> PipelineGradients();
   Result<bool> AgreeOnEval();

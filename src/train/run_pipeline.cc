@@ -53,16 +53,19 @@ bool Run::StageOwns(int stage, const std::string& name) const {
   return false;
 }
 
-std::vector<torch::Tensor> Run::StageTensors(int stage, bool with_buffers) {
-  std::vector<torch::Tensor> out;
+Run::StageState Run::StageOf(int stage) const {
+  StageState state;
   for (const auto& p : module_->named_parameters()) {
-    if (StageOwns(stage, p.key())) out.push_back(p.value());
+    if (!StageOwns(stage, p.key())) continue;
+    state.parameter_names.push_back(p.key());
+    state.parameters.push_back(p.value());
   }
-  if (!with_buffers) return out;
   for (const auto& b : module_->named_buffers()) {
-    if (StageOwns(stage, b.key())) out.push_back(b.value());
+    if (!StageOwns(stage, b.key())) continue;
+    state.buffer_names.push_back(b.key());
+    state.buffers.push_back(b.value());
   }
-  return out;
+  return state;
 }
 
 // Rank 0 times every unit's forward and backward on a micro-batch of the configured shape (in
@@ -187,7 +190,7 @@ Status Run::PlanStages() {
 Status Run::MakePipeline() {
   REEL_ASSIGN_OR_RETURN(dist::Mesh mesh, dist::MakeMesh(*comm_, stages_));
   mesh_.emplace(std::move(mesh));
-  params_ = StageTensors(stage(), /*with_buffers=*/false);
+  params_ = StageOf(stage()).parameters;
   dist::PipelineOptions options;
   options.micro_batches = std::min(c_.parallel.micro_batches, c_.data.batch_size);
   REEL_ASSIGN_OR_RETURN(options.schedule, dist::ParsePipelineSchedule(c_.parallel.schedule));
@@ -266,7 +269,9 @@ Status Run::AgreeOnFinite(bool* loss_finite, bool* grads_finite) {
 
 Status Run::GatherModel() {
   for (int s = 0; s < stages_; ++s) {
-    REEL_RETURN_IF_ERROR(mesh_->pipeline->Broadcast(StageTensors(s, /*with_buffers=*/true), s,
+    StageState state = StageOf(s);
+    state.parameters.insert(state.parameters.end(), state.buffers.begin(), state.buffers.end());
+    REEL_RETURN_IF_ERROR(mesh_->pipeline->Broadcast(state.parameters, s,
                                                     "stage " + std::to_string(s) + "'s weights"));
   }
   return Status::Ok();
@@ -279,9 +284,14 @@ Status Run::SaveShardedCheckpoint() {
   const int stages = stages_;
   Status mine = Status::Ok();
   if (replica() == 0) {
-    models::SafetensorsFile model = models::SaveStateDict(*module_);
-    for (auto it = model.tensors.begin(); it != model.tensors.end();) {
-      it = StageOwns(stage(), it->first) ? std::next(it) : model.tensors.erase(it);
+    // This stage's tensors only: a stage need not copy the whole model to write its part.
+    const StageState owned = StageOf(stage());
+    models::SafetensorsFile model;
+    for (size_t i = 0; i < owned.parameters.size(); ++i) {
+      model.tensors[owned.parameter_names[i]] = models::ToTensorBytes(owned.parameters[i]);
+    }
+    for (size_t i = 0; i < owned.buffers.size(); ++i) {
+      model.tensors[owned.buffer_names[i]] = models::ToTensorBytes(owned.buffers[i]);
     }
     models::SafetensorsFile state;
     SaveOptimizerState(*optimizer_, *module_, "optimizer.", &state);

@@ -1,5 +1,6 @@
 // The trainer's parts on their own: config validation, optimiser state by name, the loss scaler
 // and the checkpoint store.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -167,16 +168,15 @@ TEST(TrainConfigTest, TheParallelSectionIsAutoByDefaultOrAFixedLayout) {
   EXPECT_EQ(c.parallel.micro_batches, 2);
   EXPECT_EQ(c.parallel.schedule, "gpipe");
   EXPECT_DOUBLE_EQ(c.parallel.worker_memory_mb, 512);
-  EXPECT_NE(ErrorOf(Replace(fixed, "gpipe", "zigzag")).find("unknown pipeline schedule 'zigzag'"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(fixed, "pipeline_stages: 2", "pipeline_stages: 0"))
-                .find("'parallel.pipeline_stages': must be in"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(Replace(fixed, "micro_batches: 2", "micro_batches: 64"))
-                .find("must not exceed data.batch_size"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf(std::string(kConfig) + "parallel: manual\n").find("expected auto or a map"),
-            std::string::npos);
+  using ::testing::HasSubstr;
+  EXPECT_THAT(ErrorOf(Replace(fixed, "gpipe", "zigzag")),
+              HasSubstr("unknown pipeline schedule 'zigzag'"));
+  EXPECT_THAT(ErrorOf(Replace(fixed, "pipeline_stages: 2", "pipeline_stages: 0")),
+              HasSubstr("'parallel.pipeline_stages': must be in"));
+  EXPECT_THAT(ErrorOf(Replace(fixed, "micro_batches: 2", "micro_batches: 64")),
+              HasSubstr("must not exceed data.batch_size"));
+  EXPECT_THAT(ErrorOf(std::string(kConfig) + "parallel: manual\n"),
+              HasSubstr("expected auto or a map"));
 }
 
 TEST(TrainConfigTest, OverridesReplaceAndAddKeys) {
@@ -269,14 +269,20 @@ TEST(OptimizerTest, NormAndBiasParametersGetNoWeightDecayByDefault) {
   for (auto& g : opt->param_groups()) EXPECT_EQ(g.options().get_lr(), 0.25);
 }
 
+// The optimiser's state after one step on the toy's batch.
+models::SafetensorsFile StateAfterOneStep(Toy& toy, torch::optim::Optimizer& opt) {
+  toy.Backward();
+  opt.step();
+  models::SafetensorsFile saved;
+  SaveOptimizerState(opt, *toy.model, "optimizer.", &saved);
+  return saved;
+}
+
 TEST(OptimizerTest, BadStateIsRefusedAndLeavesTheOptimizerAlone) {
   Toy toy;
   OptimizerConfig oc;
   auto opt = MakeOptimizer(*toy.model, oc);
-  toy.Backward();
-  opt->step();
-  models::SafetensorsFile saved;
-  SaveOptimizerState(*opt, *toy.model, "optimizer.", &saved);
+  const models::SafetensorsFile saved = StateAfterOneStep(toy, *opt);
   models::SafetensorsFile extra = saved;
   extra.tensors["optimizer.9.weight.momentum_buffer"] = extra.tensors.begin()->second;
   auto status = LoadOptimizerState(*opt, *toy.model, "optimizer.", extra);
@@ -296,10 +302,7 @@ TEST(OptimizerTest, AStagesOptimizerLoadsItsPartOfTheWholeState) {
   Toy toy;
   OptimizerConfig oc;
   auto whole = MakeOptimizer(*toy.model, oc);
-  toy.Backward();
-  whole->step();
-  models::SafetensorsFile saved;
-  SaveOptimizerState(*whole, *toy.model, "optimizer.", &saved);
+  const models::SafetensorsFile saved = StateAfterOneStep(toy, *whole);
   ASSERT_EQ(saved.tensors.size(), 6u);
   auto* first = toy.model[0]->as<torch::nn::Linear>();
   auto stage = MakeOptimizer(first->parameters(), oc);

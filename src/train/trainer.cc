@@ -266,16 +266,14 @@ Status Run::StartReplicas() {
     buffers_.push_back(b);
   }
   REEL_RETURN_IF_ERROR(comm_->Broadcast(state, 0, "parameters and buffers from rank 0"));
-  // A pipeline stage broadcasts only its buffers (from replica 0) and averages its gradients in
-  // PipelineGradients, without the reducer.
+  // A pipeline stage broadcasts only its buffers, from replica 0 over its data group, and
+  // averages its gradients in PipelineGradients, without the reducer.
   if (pipeline_) {
     buffers_.clear();
-    for (auto& t : StageTensors(stage(), /*with_buffers=*/true)) {
-      if (!t.requires_grad()) buffers_.push_back(t);
-    }
+    if (c_.dist.broadcast_buffers && replicas() > 1) buffers_ = StageOf(stage()).buffers;
+    return Status::Ok();
   }
-  if (!c_.dist.broadcast_buffers || (pipeline_ && replicas() == 1)) buffers_.clear();
-  if (pipeline_) return Status::Ok();
+  if (!c_.dist.broadcast_buffers) buffers_.clear();
   dist::ReducerOptions reducer;
   reducer.bucket_cap_bytes = static_cast<int64_t>(c_.dist.bucket_cap_mb * 1024 * 1024);
   reducer.first_bucket_bytes = static_cast<int64_t>(c_.dist.first_bucket_mb * 1024 * 1024);
