@@ -6,7 +6,8 @@
 // One process trains a video classifier from a validated YAML config (src/train/train_config.h)
 // and evaluates checkpoints. Metrics go to <run_dir>/metrics.jsonl; the final report to stdout.
 // With --nproc/--nnodes, this process becomes the elastic launcher (dist/launcher.h) of N worker
-// processes, each `reel train` again with the launcher's variables; under torchrun, srun or
+// processes (and parallel.parameter_servers server processes), each `reel train` again with the
+// launcher's variables; under torchrun, srun or
 // Kubeflow (RANK/WORLD_SIZE or SLURM_PROCID set) it is one worker of their job.
 #include <unistd.h>
 
@@ -114,6 +115,13 @@ int RunLauncherCommand(const TrainFlags& flags) {
   o.master_addr = flags.master_addr;
   o.master_port = flags.master_port;
   o.max_restarts = flags.max_restarts;
+  // Parameter servers: --nproc counts workers; the servers are more ranks, each restarted alone.
+  auto config = LoadConfig(flags.config, flags.overrides);
+  if (!config.ok()) return Fail("reel train", config.status());
+  if (config->parallel.parameter_servers > 0) {
+    o.nproc += config->parallel.parameter_servers;
+    o.restart_alone = true;
+  }
   o.worker_argv = {self, "train", "--config", flags.config};
   for (const auto& s : flags.overrides) o.worker_argv.insert(o.worker_argv.end(), {"--set", s});
   if (!flags.iface.empty())
@@ -153,6 +161,10 @@ int RunTrainCommand(const TrainFlags& flags) {
   if (!config.ok()) {
     std::fprintf(stderr, "reel train: %s\n", config.status().message().c_str());
     return ExitCodeFor(config.status());
+  }
+  // A parameter-server job started as one process launches its worker and servers.
+  if (!world->distributed() && config->parallel.parameter_servers > 0) {
+    return RunLauncherCommand(flags);
   }
   // SIGTERM (a scheduler's preemption; the launcher passes its own on) ends training at the next
   // step with a checkpoint and exit code kExitPreempted.

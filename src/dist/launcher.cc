@@ -97,23 +97,13 @@ class Launcher {
 
   Result<LaunchResult> Run() {
     REEL_RETURN_IF_ERROR(OpenStore());
+    if (o_.restart_alone) return RunRestartingAlone();
     LaunchResult result;
     int generation = 0;
     while (true) {
       REEL_RETURN_IF_ERROR(JoinGeneration(generation));
       std::vector<Worker> workers;
-      std::vector<std::string> argv = o_.worker_argv;
-      if (generation > 0) argv.insert(argv.end(), o_.restart_args.begin(), o_.restart_args.end());
-      for (int local = 0; local < o_.nproc; ++local) {
-        auto pid = SpawnProcess(argv, WorkerEnvironment(o_, local, generation, port_));
-        if (!pid.ok()) {
-          StopAll(workers, o_.stop_grace_s);
-          return pid.status();
-        }
-        workers.push_back({o_.node_rank * o_.nproc + local, *pid, true, 0});
-        Logger("launch")->info("generation {}: rank {} started as pid {}", generation,
-                               workers.back().rank, *pid);
-      }
+      REEL_RETURN_IF_ERROR(StartAll(generation, &workers));
       Outcome outcome = Watch(workers, generation);
       if (outcome.kind == Outcome::kSucceeded) {
         REEL_RETURN_IF_ERROR(FinishJob());
@@ -121,22 +111,7 @@ class Launcher {
         result.restarts = generation;
         return result;
       }
-      if (outcome.kind == Outcome::kInterrupted) {
-        StopAll(workers, o_.stop_grace_s);
-        result.exit_code = 128 + g_stop_signal;
-        result.failure = "stopped by signal " + std::to_string(g_stop_signal.load());
-        // SIGTERM is a preemption: when every worker wrote its checkpoint and said so, the job
-        // says so too, and a scheduler requeues it.
-        const bool all_preempted = std::all_of(workers.begin(), workers.end(), [](const Worker& w) {
-          return WIFEXITED(w.status) && WEXITSTATUS(w.status) == kExitPreempted;
-        });
-        if (g_stop_signal == SIGTERM && all_preempted) {
-          result.exit_code = kExitPreempted;
-          result.failure = "preempted: every worker stopped at a checkpoint";
-        }
-        result.restarts = generation;
-        return result;
-      }
+      if (outcome.kind == Outcome::kInterrupted) return Interrupted(workers, generation);
       if (outcome.kind == Outcome::kPreempted) {
         StopAll(workers, o_.stop_grace_s);  // the others are stopping at the same step
         result.exit_code = kExitPreempted;
@@ -168,6 +143,91 @@ class Launcher {
   }
 
  private:
+  Status StartAll(int generation, std::vector<Worker>* workers) {
+    for (int local = 0; local < o_.nproc; ++local) {
+      auto started = Start(local, generation, generation > 0);
+      if (!started.ok()) {
+        StopAll(*workers, o_.stop_grace_s);
+        return started.status();
+      }
+      workers->push_back(*started);
+    }
+    return Status::Ok();
+  }
+
+  Result<Worker> Start(int local, int generation, bool restarted) {
+    std::vector<std::string> argv = o_.worker_argv;
+    if (restarted) argv.insert(argv.end(), o_.restart_args.begin(), o_.restart_args.end());
+    REEL_ASSIGN_OR_RETURN(pid_t pid,
+                          SpawnProcess(argv, WorkerEnvironment(o_, local, generation, port_)));
+    const int rank = o_.node_rank * o_.nproc + local;
+    Logger("launch")->info("generation {}: rank {} started as pid {}", generation, rank, pid);
+    return Worker{rank, pid, true, 0};
+  }
+
+  // A stop signal: every worker is stopped. SIGTERM is a preemption: when every worker wrote
+  // its checkpoint and said so, the job says so too, and a scheduler requeues it.
+  LaunchResult Interrupted(std::vector<Worker>& workers, int restarts) {
+    StopAll(workers, o_.stop_grace_s);
+    LaunchResult result;
+    result.exit_code = 128 + g_stop_signal;
+    result.failure = "stopped by signal " + std::to_string(g_stop_signal.load());
+    const bool all_preempted = std::all_of(workers.begin(), workers.end(), [](const Worker& w) {
+      return WIFEXITED(w.status) && WEXITSTATUS(w.status) == kExitPreempted;
+    });
+    if (g_stop_signal == SIGTERM && all_preempted) {
+      result.exit_code = kExitPreempted;
+      result.failure = "preempted: every worker stopped at a checkpoint";
+    }
+    result.restarts = restarts;
+    return result;
+  }
+
+  // restart_alone: a process that fails is started again by itself; the job ends when all have
+  // exited 0, when restarts run out, or on a stop signal or a preempted process.
+  Result<LaunchResult> RunRestartingAlone() {
+    std::vector<Worker> workers;
+    REEL_RETURN_IF_ERROR(StartAll(0, &workers));
+    LaunchResult result;
+    while (true) {
+      if (g_stop_signal) return Interrupted(workers, result.restarts);
+      int running = 0;
+      for (auto& w : workers) {
+        if (!w.running) continue;
+        if (waitpid(w.pid, &w.status, WNOHANG) != w.pid) {
+          ++running;
+          continue;
+        }
+        w.running = false;
+        if (WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0) continue;
+        if (WIFEXITED(w.status) && WEXITSTATUS(w.status) == kExitPreempted) {
+          StopAll(workers, o_.stop_grace_s);
+          return LaunchResult{kExitPreempted, result.restarts, Describe(w) + " (preempted)"};
+        }
+        result.failure = Describe(w);
+        if (result.restarts >= o_.max_restarts) {
+          Logger("launch")->error("{}; no restarts left ({} allowed)", result.failure,
+                                  o_.max_restarts);
+          StopAll(workers, o_.stop_grace_s);
+          result.exit_code = WIFEXITED(w.status) ? WEXITSTATUS(w.status) : 1;
+          return result;
+        }
+        ++result.restarts;
+        Logger("launch")->warn("{}; starting rank {} again alone (restart {} of {})",
+                               result.failure, w.rank, result.restarts, o_.max_restarts);
+        auto again = Start(w.rank - o_.node_rank * o_.nproc, 0, true);
+        if (!again.ok()) {
+          StopAll(workers, o_.stop_grace_s);
+          return again.status();
+        }
+        w = *again;
+        ++running;
+      }
+      if (running == 0) return result;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
   struct Outcome {
     enum Kind {
       kSucceeded,
@@ -312,6 +372,10 @@ Result<LaunchResult> RunLauncher(const LaunchOptions& options) {
   if (options.max_restarts < 0)
     return InvalidArgumentError("launcher: --max-restarts must be >= 0");
   if (options.worker_argv.empty()) return InvalidArgumentError("launcher: no worker command");
+  if (options.restart_alone && options.nnodes > 1) {
+    return InvalidArgumentError(
+        "launcher: restarting processes alone (parameter servers) needs a single node");
+  }
   g_stop_signal = 0;
   struct sigaction action {};
   action.sa_handler = OnStopSignal;

@@ -9,6 +9,7 @@
 // outlives worker restarts; the launchers of other nodes connect to it.
 // Across nodes, a failure anywhere bumps a restart counter in the store; every launcher watches
 // it, stops its workers and joins the next generation, so all nodes restart together.
+// With restart_alone, only the failed process is started again (see LaunchOptions).
 // Workers die with their launcher (PR_SET_PDEATHSIG); SIGINT/SIGTERM to the launcher stop them
 // (SIGTERM, then SIGKILL after the grace). After a SIGTERM, when every worker exited with
 // kExitPreempted (base/stop_request.h: it stopped at a checkpoint), so does the job.
@@ -38,6 +39,10 @@ struct LaunchOptions {
   std::vector<std::string> restart_args;  // appended after a restart
   double connect_timeout_s = 300;         // for every node's launcher to join a generation
   double stop_grace_s = 10;               // SIGTERM, then SIGKILL after this long
+  // A failed process is started again alone, with its rank and `restart_args`, while the others
+  // keep running (parameter-server jobs: servers restart from their snapshots, a worker is
+  // replaced); max_restarts counts these restarts. One node only.
+  bool restart_alone = false;
 };
 
 struct LaunchResult {

@@ -15,6 +15,8 @@
 #include "dist/comm.h"
 #include "dist/mesh.h"
 #include "dist/pipeline.h"
+#include "dist/ps_client.h"
+#include "dist/ps_server.h"
 #include "dist/reducer.h"
 #include "loader/loader.h"
 #include "models/video_resnet.h"
@@ -74,7 +76,7 @@ class Run {
   // model and trains the units [cuts_[stage], cuts_[stage+1]) of its replica's pipeline.
   // stages_ is decided by PlanStages (parallel.pipeline_stages, or the planner's for auto).
   bool pipelined() const { return stages_ > 1; }
-  int replicas() const { return o_.world.world_size / stages_; }
+  int replicas() const { return ps() ? ps_workers() : o_.world.world_size / stages_; }
   int replica() const { return o_.world.rank / stages_; }
   int stage() const { return o_.world.rank % stages_; }
   bool reads_data() const { return stage() == 0; }
@@ -96,6 +98,26 @@ class Run {
   Status AgreeOnFinite(bool* loss_finite, bool* grads_finite);
   Status GatherModel();  // every stage's current weights into every rank's whole model
   Status SaveShardedCheckpoint();
+
+  // Parameter servers (parallel.parameter_servers = K > 0; run_ps.cc): the last K ranks serve a
+  // shard of the model's state each and run its optimiser; the other ranks are workers that pull
+  // before each step and push its gradients after, with no process group between them (a worker
+  // or server that dies is restarted alone).
+  bool ps() const { return c_.parallel.parameter_servers > 0; }
+  int ps_workers() const { return o_.world.world_size - c_.parallel.parameter_servers; }
+  bool ps_server() const { return ps() && o_.world.rank >= ps_workers(); }
+  struct PsShard {  // one server's part, names beside the tensors
+    std::vector<std::string> parameter_names, buffer_names;
+    dist::PsShardTensors tensors;
+  };
+  Status CheckPsLayout() const;
+  Result<std::vector<PsShard>> PsShards() const;
+  Result<TrainResult> ServeShard(Clock::time_point start);  // a server rank's whole run
+  Status RestoreShard(const PsShard& shard, const std::string& path, dist::PsShardState* state);
+  Status SnapshotShard(const PsShard& shard, const std::string& path,
+                       const dist::PsShardState& state);
+  Status ResumeFromServers();  // a worker: where the servers say it got to
+  void AddPsMetrics(nlohmann::json* line);
   Status LogAndResetWindow();
   Result<bool> StopAgreed();
   Result<TrainResult> Finish(Clock::time_point start);
@@ -123,6 +145,8 @@ class Run {
   std::unique_ptr<dist::Reducer> reducer_;
   std::optional<dist::Mesh> mesh_;
   std::optional<dist::PipelineStage> pipeline_;
+  std::unique_ptr<dist::PsClient> ps_;
+  dist::PsClientStats ps_logged_;             // at the last metrics line
   models::VideoResNetImpl* units_ = nullptr;  // the model as units, when pipelined
   int stages_ = 1;
   std::vector<int> cuts_;

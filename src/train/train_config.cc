@@ -200,6 +200,36 @@ Status ParseDist(const ConfigNode& node, DistConfig* d) {
   return Status::Ok();
 }
 
+// parameter_servers, sync and staleness; servers train without pipeline stages.
+Status ParseParameterServers(const ConfigNode& node, ParallelConfig* p) {
+  REEL_RETURN_IF_ERROR(ReadInt(node, "parameter_servers", 0, 1024, &p->parameter_servers));
+  REEL_RETURN_IF_ERROR(ReadString(node, "sync", &p->sync));
+  REEL_RETURN_IF_ERROR(ReadInt(node, "staleness", 0, 1 << 20, &p->staleness));
+  if (p->sync != "bsp" && p->sync != "ssp") {
+    return node.Child("sync").value().Error("unknown parameter-server sync '" + p->sync +
+                                            "' (expected bsp or ssp)");
+  }
+  if (p->sync == "bsp" && p->staleness > 0) {
+    return node.Child("staleness")
+        .value()
+        .Error("staleness needs sync: ssp (bsp waits for every worker at every step)");
+  }
+  const bool ps_keys = node.Has("sync") || node.Has("staleness");
+  if (ps_keys && p->parameter_servers == 0) {
+    return node.Error("sync and staleness need parameter_servers >= 1");
+  }
+  if (p->parameter_servers == 0) return Status::Ok();
+  if (!p->auto_stages && p->pipeline_stages > 1) {
+    return node.Child("parameter_servers")
+        .value()
+        .Error("parameter servers train without pipeline stages (pipeline_stages is " +
+               std::to_string(p->pipeline_stages) + ")");
+  }
+  p->auto_stages = false;
+  p->pipeline_stages = 1;
+  return Status::Ok();
+}
+
 Status ParseParallel(const ConfigNode& node, int batch_size, ParallelConfig* p) {
   if (!node.IsMap()) {
     REEL_ASSIGN_OR_RETURN(std::string word, node.AsString());
@@ -207,7 +237,8 @@ Status ParseParallel(const ConfigNode& node, int batch_size, ParallelConfig* p) 
     return Status::Ok();
   }
   REEL_RETURN_IF_ERROR(
-      node.CheckKeys({"pipeline_stages", "micro_batches", "schedule", "worker_memory_mb"}));
+      node.CheckKeys({"pipeline_stages", "micro_batches", "schedule", "worker_memory_mb",
+                      "parameter_servers", "sync", "staleness"}));
   if (node.Has("pipeline_stages")) {
     REEL_ASSIGN_OR_RETURN(ConfigNode stages, node.Child("pipeline_stages"));
     Result<std::string> word = stages.AsString();
@@ -224,6 +255,7 @@ Status ParseParallel(const ConfigNode& node, int batch_size, ParallelConfig* p) 
         .value()
         .Error("unknown pipeline schedule '" + p->schedule + "' (expected gpipe or 1f1b)");
   }
+  REEL_RETURN_IF_ERROR(ParseParameterServers(node, p));
   // auto fits its default to the batch; what a user asks for must fit as it is.
   const bool asked = node.Has("micro_batches") || (!p->auto_stages && p->pipeline_stages > 1);
   if (asked && p->micro_batches > batch_size) {

@@ -150,6 +150,11 @@ struct ParallelConfig {
   double worker_memory_mb = 0;
   int micro_batches = 4;
   std::string schedule = "1f1b";
+  // Parameter servers (dist/ps_server.h): > 0 runs this many server processes besides the
+  // workers (`--nproc` counts workers); no pipeline stages then.
+  int parameter_servers = 0;
+  std::string sync = "bsp";  // bsp: every step waits for all workers; ssp: bounded staleness
+  int staleness = 0;         // ssp: a worker may run this many steps ahead of the slowest
 };
 
 struct TrainConfig {

@@ -44,6 +44,7 @@ Status Run::Setup() {
   for (auto& p : module_->parameters()) params_.push_back(p);
   scaler_ = std::make_unique<GradScaler>(precision_.scale_loss);
   REEL_RETURN_IF_ERROR(CheckPipelineLayout());
+  REEL_RETURN_IF_ERROR(CheckPsLayout());
   REEL_ASSIGN_OR_RETURN(auto checkpoints, CheckpointStore::Open(c_.checkpoint_uri));
   checkpoints_.emplace(std::move(checkpoints));
   if (!leader()) return Status::Ok();
@@ -56,7 +57,9 @@ Status Run::Setup() {
 // After PlanStages: pipelines are the data-parallel unit, each replica's stages share its part
 // of the data.
 Status Run::OpenLoader() {
-  auto opened = loader::Loader::Open(*store_, c_.TrainLoaderOptions(replicas(), replica()));
+  // A parameter server reads no data, but needs the schedule: it opens worker 0's part.
+  auto opened =
+      loader::Loader::Open(*store_, c_.TrainLoaderOptions(replicas(), ps_server() ? 0 : replica()));
   if (!opened.ok()) {
     return Status(opened.status().code(), "data (split '" + c_.data.train_split + "', batch_size " +
                                               std::to_string(c_.data.batch_size) +
@@ -105,7 +108,7 @@ Status Run::WaitForLeader(const std::string& what) {
 }
 
 Status Run::ConnectWorld() {
-  if (!o_.world.distributed()) return Status::Ok();
+  if (!o_.world.distributed() || ps()) return Status::Ok();  // parameter servers: no group
   dist::CommOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000));
   options.connect_timeout =
@@ -198,9 +201,10 @@ Result<TrainResult> Run::Go() {
   REEL_RETURN_IF_ERROR(ConnectWorld());
   REEL_RETURN_IF_ERROR(PlanStages());
   REEL_RETURN_IF_ERROR(OpenLoader());
+  if (ps_server()) return ServeShard(start);
   REEL_RETURN_IF_ERROR(MakeStepOptimizer());
   REEL_RETURN_IF_ERROR(OpenMetrics());
-  REEL_RETURN_IF_ERROR(Resume());
+  REEL_RETURN_IF_ERROR(ps() ? ResumeFromServers() : Resume());
   REEL_RETURN_IF_ERROR(StartReplicas());
   LogPlan();
   Progress progress("train", static_cast<uint64_t>(schedule_.total_steps), Progress::Unit::kItems,
@@ -288,7 +292,16 @@ void Run::LogPlan() const {
   if (!leader()) return;
   const int world = o_.world.world_size;
   std::string layout;
-  if (world > 1) layout = " x " + std::to_string(world) + " processes (" + comm_->backend() + ")";
+  if (world > 1 && comm_) {
+    layout = " x " + std::to_string(world) + " processes (" + comm_->backend() + ")";
+  }
+  if (ps()) {
+    layout =
+        " x " + std::to_string(ps_workers()) + " workers with " +
+        std::to_string(c_.parallel.parameter_servers) + " parameter servers (" + c_.parallel.sync +
+        (c_.parallel.sync == "ssp" ? ", staleness " + std::to_string(c_.parallel.staleness) : "") +
+        ")";
+  }
   if (pipeline_) {
     layout += ": " + std::to_string(replicas()) + (replicas() == 1 ? " replica" : " replicas") +
               " of " + std::to_string(stages_) + " pipeline stages (" + c_.parallel.schedule +
@@ -305,8 +318,10 @@ int64_t Run::ClipsPerStep() const {
   return static_cast<int64_t>(c_.data.batch_size) * c_.grad_accum * replicas();
 }
 
-// One optimiser step: forward and backward over grad_accum micro-batches, then the update.
+// One optimiser step: forward and backward over grad_accum micro-batches, then the update (the
+// parameter servers': this step's weights are pulled first and its gradients pushed).
 Status Run::TrainStep() {
+  if (ps_) REEL_RETURN_IF_ERROR(ps_->Pull(step_));
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // set to none: no memset
   REEL_ASSIGN_OR_RETURN(double step_loss, pipeline_ ? PipelineGradients() : AccumulateGradients());
   if (reducer_) REEL_RETURN_IF_ERROR(reducer_->Finish());
@@ -323,12 +338,13 @@ Status Run::TrainStep() {
     REEL_ASSIGN_OR_RETURN(norm, ClipGradients());
   }
   window_.lr = LearningRate(schedule_, step_);
-  SetLearningRate(*optimizer_, window_.lr);
-  if (finite) {
-    optimizer_->step();
+  if (ps_) {
+    REEL_RETURN_IF_ERROR(ps_->Push(step_, finite));
   } else {
-    ++skipped_steps_;
+    SetLearningRate(*optimizer_, window_.lr);
+    if (finite) optimizer_->step();
   }
+  if (!finite) ++skipped_steps_;
   scaler_->Update(finite);
   ++step_;
   window_.loss += step_loss;
@@ -346,7 +362,7 @@ Result<double> Run::ClipGradients() {
 
 // Forward and backward of every micro-batch of a step; the step's mean loss.
 Result<double> Run::AccumulateGradients() {
-  const int world = o_.world.world_size;
+  const int world = replicas();
   double step_loss = 0;
   for (int micro = 0; micro < c_.grad_accum; ++micro) {
     REEL_ASSIGN_OR_RETURN(loader::Batch batch, NextBatch());
@@ -414,6 +430,7 @@ Status Run::LogAndResetWindow() {
                          {"skipped_steps", m.skipped_steps},
                          {"samples", samples_}};
   if (!m.rank_losses.empty()) line["rank_losses"] = m.rank_losses;
+  if (ps_) AddPsMetrics(&line);
   WriteLine(line);
   if (o_.on_log) o_.on_log(m);
   window_ = LogWindow{};
@@ -425,6 +442,16 @@ Result<TrainResult> Run::Finish(Clock::time_point start) {
   TrainResult result;
   result.finished = step_ == schedule_.total_steps;
   result.preempted = preempted_ && !result.finished;
+  if (ps_ && result.finished) {  // the last update's weights, then let the servers go
+    REEL_RETURN_IF_ERROR(ps_->Pull(step_));
+    REEL_RETURN_IF_ERROR(ps_->Done());
+  }
+  if (ps_ && !leader()) {  // the servers hold the state; worker 0 writes the checkpoint
+    result.steps = step_;
+    result.samples = samples_;
+    result.seconds = Seconds(start);
+    return result;
+  }
   if (result.finished || step_ > 0) REEL_RETURN_IF_ERROR(SaveCheckpoint());
   if (result.finished) {
     REEL_RETURN_IF_ERROR(EvaluateAndReport(true));
