@@ -30,17 +30,17 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
-#include "dist/launcher.h"
-#include "dist/reducer.h"
-#include "dist/world.h"
 #include "models/model_zoo.h"
+#include "parallel/comm.h"
+#include "parallel/launcher.h"
+#include "parallel/reducer.h"
+#include "parallel/world.h"
 #include "testing/shell.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using reel::dist::Comm;
+using reel::parallel::Comm;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -64,8 +64,8 @@ reel::models::ModelSpec Spec(const std::string& name) {
   return spec;
 }
 
-std::vector<reel::dist::Reducer::NamedParameter> Named(torch::nn::Module& m) {
-  std::vector<reel::dist::Reducer::NamedParameter> out;
+std::vector<reel::parallel::Reducer::NamedParameter> Named(torch::nn::Module& m) {
+  std::vector<reel::parallel::Reducer::NamedParameter> out;
   for (auto& p : m.named_parameters()) out.emplace_back(p.key(), p.value());
   return out;
 }
@@ -74,7 +74,7 @@ std::vector<reel::dist::Reducer::NamedParameter> Named(torch::nn::Module& m) {
 int StepWorker(const std::string& model_name, int batch, int frames, int size, int steps,
                const std::string& out) {
   torch::set_num_threads(1);
-  auto world = reel::dist::WorldFromEnvironment();
+  auto world = reel::parallel::WorldFromEnvironment();
   if (!world.ok()) return 3;
   torch::manual_seed(0);
   auto model = reel::models::BuildModel(Spec(model_name));
@@ -82,7 +82,7 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
   auto module = model->ptr();
   module->train();
   std::unique_ptr<Comm> comm;
-  std::unique_ptr<reel::dist::Reducer> reducer;
+  std::unique_ptr<reel::parallel::Reducer> reducer;
   std::vector<torch::Tensor> buffers = module->buffers();
   if (world->distributed()) {
     auto connected = Comm::Connect(*world, {});
@@ -94,12 +94,12 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
     std::vector<torch::Tensor> state = module->parameters();
     state.insert(state.end(), buffers.begin(), buffers.end());
     if (!comm->Broadcast(state, 0, "initial state").ok()) return 5;
-    reel::dist::ReducerOptions options;
+    reel::parallel::ReducerOptions options;
     if (const char* mb = std::getenv("REEL_BENCH_BUCKET_MB")) {  // experiments: bucket size
       options.bucket_cap_bytes = options.first_bucket_bytes =
           static_cast<int64_t>(std::atof(mb) * (1 << 20));
     }
-    auto made = reel::dist::Reducer::Create(Named(*module), *comm, options);
+    auto made = reel::parallel::Reducer::Create(Named(*module), *comm, options);
     if (!made.ok()) return 5;
     reducer = std::move(*made);
   }
@@ -129,14 +129,14 @@ int StepWorker(const std::string& model_name, int batch, int frames, int size, i
 // Worker: the reducer's all-reduce against one raw all-reduce of the same bytes (R(2+1)D-18).
 int BandwidthWorker(int repeats, const std::string& out) {
   torch::set_num_threads(1);
-  auto world = reel::dist::WorldFromEnvironment();
+  auto world = reel::parallel::WorldFromEnvironment();
   if (!world.ok() || !world->distributed()) return 3;
   auto model = reel::models::BuildModel(Spec("r2plus1d_18"));
   if (!model.ok()) return 3;
   auto module = model->ptr();
   auto comm = Comm::Connect(*world, {});
   if (!comm.ok()) return 5;
-  auto reducer = reel::dist::Reducer::Create(Named(*module), **comm);
+  auto reducer = reel::parallel::Reducer::Create(Named(*module), **comm);
   if (!reducer.ok()) return 5;
   int64_t numel = 0;
   for (auto& p : module->parameters()) numel += p.numel();
@@ -212,12 +212,12 @@ std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
   char path[] = "/tmp/reel-ddp-bench-XXXXXX";
   int fd = mkstemp(path);
   if (fd >= 0) close(fd);
-  reel::dist::LaunchOptions o;
+  reel::parallel::LaunchOptions o;
   o.nproc = nproc;
   o.worker_argv = {Self(), "--worker"};
   o.worker_argv.insert(o.worker_argv.end(), worker_args.begin(), worker_args.end());
   o.worker_argv.push_back(path);
-  auto result = reel::dist::RunLauncher(o);
+  auto result = reel::parallel::RunLauncher(o);
   std::vector<double> numbers;
   if (result.ok() && result->exit_code == 0)
     numbers = ReadNumbers(path);

@@ -12,7 +12,7 @@
 // Over widths 32, 64, 128 (parameters grow with the square of the width) and clip sizes 8, 16,
 // 32 (compute and activations grow with the size, parameters do not), it measures 2 x 1 (each rank
 // a replica on --batch clips, gradients through Reel's reducer) and 1 x 2 (a pipeline of 2 stages,
-// 1F1B over 4 micro-batches of --batch clips) in clips per second, beside dist/planner.h's
+// 1F1B over 4 micro-batches of --batch clips) in clips per second, beside parallel/planner.h's
 // estimates from the units' measured costs and the measured all-reduce bandwidth, and says whether
 // the planner picks the layout that measured faster.
 //
@@ -31,14 +31,14 @@
 #include <utility>
 #include <vector>
 
-#include "dist/partition.h"
-#include "dist/pipeline.h"
-#include "dist/planner.h"
-#include "dist/reducer.h"
-#include "dist/testing/thread_world.h"
 #include "models/video_resnet.h"
+#include "parallel/partition.h"
+#include "parallel/pipeline.h"
+#include "parallel/planner.h"
+#include "parallel/reducer.h"
+#include "parallel/testing/thread_world.h"
 
-namespace reel::dist {
+namespace reel::parallel {
 namespace {
 
 using models::VideoResNet;
@@ -304,6 +304,6 @@ int Run(const Args& a) {
 }
 
 }  // namespace
-}  // namespace reel::dist
+}  // namespace reel::parallel
 
-int main(int argc, char** argv) { return reel::dist::Run(reel::dist::Parse(argc, argv)); }
+int main(int argc, char** argv) { return reel::parallel::Run(reel::parallel::Parse(argc, argv)); }

@@ -5,10 +5,10 @@
 //            [--clips N]
 // One process trains a video classifier from a validated YAML config (src/train/train_config.h)
 // and evaluates checkpoints. Metrics go to <run_dir>/metrics.jsonl; the final report to stdout.
-// With --nproc/--nnodes, this process becomes the elastic launcher (dist/launcher.h) of N worker
-// processes (and parallel.parameter_servers server processes), each `reel train` again with the
-// launcher's variables; under torchrun, srun or
-// Kubeflow (RANK/WORLD_SIZE or SLURM_PROCID set) it is one worker of their job.
+// With --nproc/--nnodes, this process becomes the elastic launcher (parallel/launcher.h) of N
+// worker processes (and parallel.parameter_servers server processes), each `reel train` again with
+// the launcher's variables; under torchrun, srun or Kubeflow (RANK/WORLD_SIZE or SLURM_PROCID set)
+// it is one worker of their job.
 #include <unistd.h>
 
 #include <climits>
@@ -20,8 +20,8 @@
 #include "apps/reel/commands.h"
 #include "base/files.h"
 #include "base/stop_request.h"
-#include "dist/launcher.h"
-#include "dist/world.h"
+#include "parallel/launcher.h"
+#include "parallel/world.h"
 #include "train/trainer.h"
 
 namespace reel::cli {
@@ -108,7 +108,7 @@ int RunLauncherCommand(const TrainFlags& flags) {
     std::fprintf(stderr, "reel train: cannot find this program's path to start workers\n");
     return 1;
   }
-  dist::LaunchOptions o;
+  parallel::LaunchOptions o;
   o.nproc = flags.nproc;
   o.nnodes = flags.nnodes;
   o.node_rank = flags.node_rank;
@@ -132,7 +132,7 @@ int RunLauncherCommand(const TrainFlags& flags) {
   if (flags.quiet) o.worker_argv.emplace_back("--quiet");
   if (flags.json) o.worker_argv.emplace_back("--json");
   if (!flags.resume) o.restart_args = {"--resume"};
-  auto result = dist::RunLauncher(o);
+  auto result = parallel::RunLauncher(o);
   if (!result.ok()) return Fail("reel train", result.status());
   if (result->exit_code == kExitPreempted) {
     std::fprintf(stderr, "reel train: %s; --resume continues from the checkpoint\n",
@@ -150,7 +150,7 @@ int RunLauncherCommand(const TrainFlags& flags) {
 int RunTrainCommand(const TrainFlags& flags) {
   if (flags.nproc > 1 || flags.nnodes > 1 || flags.max_restarts > 0)
     return RunLauncherCommand(flags);
-  auto world = dist::WorldFromEnvironment();
+  auto world = parallel::WorldFromEnvironment();
   if (!world.ok()) {
     std::fprintf(stderr, "reel train: %s\n", world.status().message().c_str());
     return ExitCodeFor(world.status());

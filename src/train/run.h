@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
-#include "dist/mesh.h"
-#include "dist/pipeline.h"
-#include "dist/ps_client.h"
-#include "dist/ps_server.h"
-#include "dist/reducer.h"
 #include "loader/loader.h"
 #include "models/video_resnet.h"
+#include "parallel/comm.h"
+#include "parallel/mesh.h"
+#include "parallel/pipeline.h"
+#include "parallel/ps_client.h"
+#include "parallel/ps_server.h"
+#include "parallel/reducer.h"
 #include "registry/registry.h"
 #include "storage/object_store.h"
 #include "train/amp.h"
@@ -82,7 +82,7 @@ class Run {
   bool reads_data() const { return stage() == 0; }
   Status CheckPipelineLayout();
   Status PlanStages();
-  Result<std::vector<dist::UnitCost>> ProfileUnits();              // on rank 0
+  Result<std::vector<parallel::UnitCost>> ProfileUnits();          // on rank 0
   Result<std::vector<int>> PlanOnLeader(double link_bytes_per_s);  // [stages, cuts...]
   int64_t WorkerMemory() const;
   Status MakePipeline();
@@ -108,14 +108,14 @@ class Run {
   bool ps_server() const { return ps() && o_.world.rank >= ps_workers(); }
   struct PsShard {  // one server's part, names beside the tensors
     std::vector<std::string> parameter_names, buffer_names;
-    dist::PsShardTensors tensors;
+    parallel::PsShardTensors tensors;
   };
   Status CheckPsLayout() const;
   Result<std::vector<PsShard>> PsShards() const;
   Result<TrainResult> ServeShard(Clock::time_point start);  // a server rank's whole run
-  Status RestoreShard(const PsShard& shard, const std::string& path, dist::PsShardState* state);
+  Status RestoreShard(const PsShard& shard, const std::string& path, parallel::PsShardState* state);
   Status SnapshotShard(const PsShard& shard, const std::string& path,
-                       const dist::PsShardState& state);
+                       const parallel::PsShardState& state);
   Status ResumeFromServers();  // a worker: where the servers say it got to
   void AddPsMetrics(nlohmann::json* line);
   Status LogAndResetWindow();
@@ -141,12 +141,12 @@ class Run {
   std::unique_ptr<storage::ObjectStore> store_;
   std::unique_ptr<loader::Loader> loader_;
   std::optional<CheckpointStore> checkpoints_;
-  std::unique_ptr<dist::Comm> comm_;
-  std::unique_ptr<dist::Reducer> reducer_;
-  std::optional<dist::Mesh> mesh_;
-  std::optional<dist::PipelineStage> pipeline_;
-  std::unique_ptr<dist::PsClient> ps_;
-  dist::PsClientStats ps_logged_;             // at the last metrics line
+  std::unique_ptr<parallel::Comm> comm_;
+  std::unique_ptr<parallel::Reducer> reducer_;
+  std::optional<parallel::Mesh> mesh_;
+  std::optional<parallel::PipelineStage> pipeline_;
+  std::unique_ptr<parallel::PsClient> ps_;
+  parallel::PsClientStats ps_logged_;         // at the last metrics line
   models::VideoResNetImpl* units_ = nullptr;  // the model as units, when pipelined
   int stages_ = 1;
   std::vector<int> cuts_;

@@ -1,7 +1,7 @@
 // A training run's pipeline stages (parallel.pipeline_stages > 1): the world is replicas x
-// stages (dist/mesh.h); every rank builds the whole model (the same seed, then rank 0's weights),
-// trains its units' parameters with its own optimiser, and averages their gradients with the
-// same stage of the other replicas. The first stage of each replica reads the data; the last
+// stages (parallel/mesh.h); every rank builds the whole model (the same seed, then rank 0's
+// weights), trains its units' parameters with its own optimiser, and averages their gradients with
+// the same stage of the other replicas. The first stage of each replica reads the data; the last
 // computes the loss. Rank 0 (replica 0's first stage) evaluates on the whole model after every
 // stage has sent it its weights, and each stage of replica 0 writes its shard of a checkpoint.
 #include <torch/torch.h>
@@ -11,9 +11,9 @@
 #include <cmath>
 
 #include "base/logging.h"
-#include "dist/planner.h"
 #include "loader/torch_batch.h"
 #include "models/state_dict.h"
+#include "parallel/planner.h"
 #include "train/optimizer.h"
 #include "train/run.h"
 
@@ -70,14 +70,14 @@ Run::StageState Run::StageOf(int stage) const {
 
 // Rank 0 times every unit's forward and backward on a micro-batch of the configured shape (in
 // eval mode, so that batch-norm statistics stay as they were).
-Result<std::vector<dist::UnitCost>> Run::ProfileUnits() {
+Result<std::vector<parallel::UnitCost>> Run::ProfileUnits() {
   const int micro = std::max(1, c_.data.batch_size / c_.parallel.micro_batches);
   const torch::Tensor x = torch::full({micro, 3, c_.data.clip_frames, c_.data.size, c_.data.size},
                                       0.5F, torch::TensorOptions().device(device_));
   std::vector<std::string> names(static_cast<size_t>(units_->unit_count()));
   for (int u = 0; u < units_->unit_count(); ++u) names[u] = units_->unit_name(u);
   module_->eval();
-  std::vector<dist::UnitCost> costs = dist::ProfileUnits(
+  std::vector<parallel::UnitCost> costs = parallel::ProfileUnits(
       names, [&](int u, const at::Tensor& in) { return units_->forward_units(in, u, u + 1); },
       [&](int u) { return units_->UnitParameters(u); }, x, /*repeats=*/2);
   module_->train();
@@ -86,7 +86,7 @@ Result<std::vector<dist::UnitCost>> Run::ProfileUnits() {
 
 namespace {
 
-void LogStages(const std::vector<dist::UnitCost>& costs, const std::vector<int>& cuts) {
+void LogStages(const std::vector<parallel::UnitCost>& costs, const std::vector<int>& cuts) {
   for (size_t s = 0; s + 1 < cuts.size(); ++s) {
     double seconds = 0;
     for (int u = cuts[s]; u < cuts[s + 1]; ++u) seconds += costs[u].seconds;
@@ -99,19 +99,19 @@ void LogStages(const std::vector<dist::UnitCost>& costs, const std::vector<int>&
 }  // namespace
 
 // The layout as [stages, cuts...]: parallel.pipeline_stages cut where the slowest stage is
-// fastest, or for auto the planner's choice (dist/planner.h), said with its reason.
+// fastest, or for auto the planner's choice (parallel/planner.h), said with its reason.
 Result<std::vector<int>> Run::PlanOnLeader(double link_bytes_per_s) {
-  REEL_ASSIGN_OR_RETURN(std::vector<dist::UnitCost> costs, ProfileUnits());
+  REEL_ASSIGN_OR_RETURN(std::vector<parallel::UnitCost> costs, ProfileUnits());
   std::vector<int> cuts;
   if (!c_.parallel.auto_stages) {
-    dist::PartitionOptions options;
-    options.in_flight = dist::MicroBatchesInFlight(
+    parallel::PartitionOptions options;
+    options.in_flight = parallel::MicroBatchesInFlight(
         c_.parallel.pipeline_stages, c_.parallel.micro_batches, c_.parallel.schedule == "gpipe");
-    REEL_ASSIGN_OR_RETURN(dist::StagePlan plan,
-                          dist::BalanceStages(costs, c_.parallel.pipeline_stages, options));
+    REEL_ASSIGN_OR_RETURN(parallel::StagePlan plan,
+                          parallel::BalanceStages(costs, c_.parallel.pipeline_stages, options));
     cuts = plan.cuts;
   } else {
-    dist::LayoutInputs in;
+    parallel::LayoutInputs in;
     in.units = costs;
     in.measured_clips = std::max(1, c_.data.batch_size / c_.parallel.micro_batches);
     in.batch = c_.data.batch_size;
@@ -121,13 +121,14 @@ Result<std::vector<int>> Run::PlanOnLeader(double link_bytes_per_s) {
     in.worker_memory = WorkerMemory();
     in.link_bytes_per_s = link_bytes_per_s;
     in.state_copies = c_.optimizer.kind == OptimizerKind::kAdamW ? 4 : 3;
-    REEL_ASSIGN_OR_RETURN(dist::LayoutChoice choice, dist::ChooseLayout(in));
-    for (const dist::Layout& l : choice.considered) {
+    REEL_ASSIGN_OR_RETURN(parallel::LayoutChoice choice, parallel::ChooseLayout(in));
+    for (const parallel::Layout& l : choice.considered) {
       Logger("train")->info(
           "parallel: auto: {} needs {} bytes a stage{}, estimated {:.1f} clips/s (compute {:.0f} "
           "ms, messages {:.0f} ms, all-reduce {:.0f} ms a step)",
-          dist::LayoutName(l), l.memory_bytes, l.fits ? "" : " (does not fit)", l.clips_per_second,
-          1e3 * l.compute_seconds, 1e3 * l.message_seconds, 1e3 * l.allreduce_seconds);
+          parallel::LayoutName(l), l.memory_bytes, l.fits ? "" : " (does not fit)",
+          l.clips_per_second, 1e3 * l.compute_seconds, 1e3 * l.message_seconds,
+          1e3 * l.allreduce_seconds);
     }
     Logger("train")->info("parallel: auto chose {}", choice.why);
     cuts = choice.chosen.cuts;
@@ -188,12 +189,12 @@ Status Run::PlanStages() {
 
 // This rank's groups, stage parameters and PipelineStage, once cuts_ is known.
 Status Run::MakePipeline() {
-  REEL_ASSIGN_OR_RETURN(dist::Mesh mesh, dist::MakeMesh(*comm_, stages_));
+  REEL_ASSIGN_OR_RETURN(parallel::Mesh mesh, parallel::MakeMesh(*comm_, stages_));
   mesh_.emplace(std::move(mesh));
   params_ = StageOf(stage()).parameters;
-  dist::PipelineOptions options;
+  parallel::PipelineOptions options;
   options.micro_batches = std::min(c_.parallel.micro_batches, c_.data.batch_size);
-  REEL_ASSIGN_OR_RETURN(options.schedule, dist::ParsePipelineSchedule(c_.parallel.schedule));
+  REEL_ASSIGN_OR_RETURN(options.schedule, parallel::ParsePipelineSchedule(c_.parallel.schedule));
   const int begin = cuts_[stage()], end = cuts_[stage() + 1];
   auto forward = [this, begin, end](const at::Tensor& x) {
     AutocastGuard autocast(precision_.autocast, precision_.dtype, precision_.device_type);
@@ -205,8 +206,9 @@ Status Run::MakePipeline() {
         torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(c_.label_smoothing));
     return scaler_->ScaleLoss(l / c_.grad_accum);
   };
-  REEL_ASSIGN_OR_RETURN(dist::PipelineStage made,
-                        dist::PipelineStage::Make(mesh_->pipeline.get(), options, forward, loss));
+  REEL_ASSIGN_OR_RETURN(
+      parallel::PipelineStage made,
+      parallel::PipelineStage::Make(mesh_->pipeline.get(), options, forward, loss));
   pipeline_.emplace(std::move(made));
   return Status::Ok();
 }
@@ -249,10 +251,10 @@ Result<double> Run::PipelineGradients() {
     }
     REEL_ASSIGN_OR_RETURN(labels, pipeline_->ShareTargets(labels));
     if (labels.defined()) labels = labels.to(device_);
-    REEL_ASSIGN_OR_RETURN(dist::PipelineStepResult r, pipeline_->Step(input, labels));
+    REEL_ASSIGN_OR_RETURN(parallel::PipelineStepResult r, pipeline_->Step(input, labels));
     step_loss += r.loss / scale;
   }
-  if (replicas() > 1) REEL_RETURN_IF_ERROR(dist::AverageGradients(*mesh_->data, params_));
+  if (replicas() > 1) REEL_RETURN_IF_ERROR(parallel::AverageGradients(*mesh_->data, params_));
   return step_loss;
 }
 

@@ -7,9 +7,9 @@
 
 #include "base/files.h"
 #include "base/logging.h"
-#include "dist/ps_plan.h"
-#include "dist/ps_server.h"
 #include "models/state_dict.h"
+#include "parallel/ps_plan.h"
+#include "parallel/ps_server.h"
 #include "train/optimizer.h"
 #include "train/run.h"
 
@@ -31,7 +31,7 @@ Status Run::CheckPsLayout() const {
   return Status::Ok();
 }
 
-// The model's parameters and buffers split by size across the servers (dist/ps_plan.h); every
+// The model's parameters and buffers split by size across the servers (parallel/ps_plan.h); every
 // rank computes the same split.
 Result<std::vector<Run::PsShard>> Run::PsShards() const {
   std::vector<std::string> names;
@@ -43,7 +43,7 @@ Result<std::vector<Run::PsShard>> Run::PsShards() const {
   for (const auto& b : buffers) names.push_back(b.key()), tensors.push_back(b.value());
   for (const auto& t : tensors) bytes.push_back(static_cast<int64_t>(t.nbytes()));
   REEL_ASSIGN_OR_RETURN(std::vector<int> server,
-                        dist::AssignToServers(bytes, c_.parallel.parameter_servers));
+                        parallel::AssignToServers(bytes, c_.parallel.parameter_servers));
   std::vector<PsShard> shards(static_cast<size_t>(c_.parallel.parameter_servers));
   for (size_t i = 0; i < tensors.size(); ++i) {
     PsShard& s = shards[static_cast<size_t>(server[i])];
@@ -55,7 +55,7 @@ Result<std::vector<Run::PsShard>> Run::PsShards() const {
 }
 
 Status Run::SnapshotShard(const PsShard& shard, const std::string& path,
-                          const dist::PsShardState& state) {
+                          const parallel::PsShardState& state) {
   models::SafetensorsFile file;
   for (size_t i = 0; i < shard.parameter_names.size(); ++i) {
     file.tensors[shard.parameter_names[i]] = models::ToTensorBytes(shard.tensors.parameters[i]);
@@ -69,7 +69,8 @@ Status Run::SnapshotShard(const PsShard& shard, const std::string& path,
   return WriteFileAtomically(path, bytes);
 }
 
-Status Run::RestoreShard(const PsShard& shard, const std::string& path, dist::PsShardState* state) {
+Status Run::RestoreShard(const PsShard& shard, const std::string& path,
+                         parallel::PsShardState* state) {
   REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path, "parameter-server snapshot"));
   REEL_ASSIGN_OR_RETURN(models::SafetensorsFile file, models::ReadSafetensors(bytes, path));
   auto restore = [&](const std::vector<std::string>& names,
@@ -91,7 +92,7 @@ Status Run::RestoreShard(const PsShard& shard, const std::string& path, dist::Ps
   REEL_RETURN_IF_ERROR(LoadOptimizerState(*optimizer_, *module_, "optimizer.", file));
   auto meta = file.metadata.find("ps");
   if (meta == file.metadata.end()) return DataLossError(path + " has no parameter-server state");
-  REEL_ASSIGN_OR_RETURN(*state, dist::PsShardState::FromJson(meta->second, ps_workers(), path));
+  REEL_ASSIGN_OR_RETURN(*state, parallel::PsShardState::FromJson(meta->second, ps_workers(), path));
   return Status::Ok();
 }
 
@@ -101,7 +102,7 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
-double ShardMegabytes(const dist::PsShardTensors& t) {
+double ShardMegabytes(const parallel::PsShardTensors& t) {
   double bytes = 0;
   for (const auto* list : {&t.parameters, &t.buffers}) {
     for (const auto& x : *list) bytes += static_cast<double>(x.nbytes());
@@ -129,17 +130,17 @@ Result<TrainResult> Run::ServeShard(Clock::time_point start) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return InternalError("cannot create " + dir + ": " + ec.message());
-  dist::PsShardState state = dist::PsShardState::Fresh(ps_workers());
+  parallel::PsShardState state = parallel::PsShardState::Fresh(ps_workers());
   if (o_.resume && std::filesystem::exists(path)) {
     REEL_RETURN_IF_ERROR(RestoreShard(shard, path, &state));
   } else {
     std::filesystem::remove(path, ec);  // an earlier run's: never resumed into this one
     if (!c_.model_init.empty()) REEL_RETURN_IF_ERROR(LoadInitialWeights());
   }
-  dist::ParameterServerOptions so;
+  parallel::ParameterServerOptions so;
   so.shard = shard_index;
   so.workers = ps_workers();
-  REEL_ASSIGN_OR_RETURN(so.sync, dist::ParsePsSync(c_.parallel.sync));
+  REEL_ASSIGN_OR_RETURN(so.sync, parallel::ParsePsSync(c_.parallel.sync));
   so.staleness = c_.parallel.staleness;
   so.host = IsLoopback(o_.world.master_addr) ? "127.0.0.1" : "0.0.0.0";
   auto update = [this](int64_t step) {
@@ -147,18 +148,18 @@ Result<TrainResult> Run::ServeShard(Clock::time_point start) {
     optimizer_->step();
     return Status::Ok();
   };
-  auto snapshot = [this, &shard, path](const dist::PsShardState& s) {
+  auto snapshot = [this, &shard, path](const parallel::PsShardState& s) {
     return SnapshotShard(shard, path, s);
   };
-  REEL_ASSIGN_OR_RETURN(
-      auto server, dist::ParameterServer::Start(so, shard.tensors.parameters, shard.tensors.buffers,
-                                                state, update, snapshot));
+  REEL_ASSIGN_OR_RETURN(auto server, parallel::ParameterServer::Start(so, shard.tensors.parameters,
+                                                                      shard.tensors.buffers, state,
+                                                                      update, snapshot));
   std::string address = server->address();
   if (so.host == "0.0.0.0") address = HostName() + address.substr(address.rfind(':'));
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
-  REEL_ASSIGN_OR_RETURN(auto store, dist::ConnectPsStore(o_.world, timeout));
-  REEL_RETURN_IF_ERROR(dist::PublishPsAddress(*store, shard_index, address));
+  REEL_ASSIGN_OR_RETURN(auto store, parallel::ConnectPsStore(o_.world, timeout));
+  REEL_RETURN_IF_ERROR(parallel::PublishPsAddress(*store, shard_index, address));
   Logger("train")->info(
       "parameter server {} of {} at {}: {} tensors, {:.1f} MB, version {} ({}{})", shard_index,
       c_.parallel.parameter_servers, address,
@@ -183,15 +184,15 @@ Result<TrainResult> Run::ServeShard(Clock::time_point start) {
 Status Run::ResumeFromServers() {
   const auto timeout = std::chrono::milliseconds(
       static_cast<int64_t>(std::max(c_.dist.timeout_s, c_.dist.connect_timeout_s) * 1000));
-  REEL_ASSIGN_OR_RETURN(auto store, dist::ConnectPsStore(o_.world, timeout));
+  REEL_ASSIGN_OR_RETURN(auto store, parallel::ConnectPsStore(o_.world, timeout));
   REEL_ASSIGN_OR_RETURN(std::vector<PsShard> shards, PsShards());
-  std::vector<dist::PsShardTensors> tensors;
+  std::vector<parallel::PsShardTensors> tensors;
   for (auto& s : shards) tensors.push_back(std::move(s.tensors));
-  dist::PsClientOptions co;
+  parallel::PsClientOptions co;
   co.worker = o_.world.rank;
   co.timeout = timeout;
-  REEL_ASSIGN_OR_RETURN(ps_,
-                        dist::PsClient::Make(co, std::move(tensors), dist::StoreLookup(store)));
+  REEL_ASSIGN_OR_RETURN(
+      ps_, parallel::PsClient::Make(co, std::move(tensors), parallel::StoreLookup(store)));
   REEL_ASSIGN_OR_RETURN(step_, ps_->ResumeStep());
   if (step_ == 0) {
     if (leader() && !c_.model_init.empty()) REEL_RETURN_IF_ERROR(LoadInitialWeights());
@@ -213,7 +214,7 @@ Status Run::ResumeFromServers() {
 
 // This window's traffic and waits, per step.
 void Run::AddPsMetrics(nlohmann::json* line) {
-  const dist::PsClientStats now = ps_->stats();
+  const parallel::PsClientStats now = ps_->stats();
   const double steps = std::max<int64_t>(window_.steps, 1);
   (*line)["ps_bytes_per_step"] =
       static_cast<double>(now.bytes_sent + now.bytes_received - ps_logged_.bytes_sent -

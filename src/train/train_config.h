@@ -56,17 +56,25 @@
 //     broadcast_buffers: true     # rank 0's buffers (batch-norm statistics) before each forward
 //     timeout_s: 60               # watchdog: a collective slower than this fails naming the rank
 //     connect_timeout_s: 300      # for every rank to join
-//     iface: ""                   # network interface for collectives ("" = see dist/comm.h)
+//     iface: ""                   # network interface for collectives ("" = see parallel/comm.h)
 //   parallel:                     # how the processes of a job split the work (`parallel: auto`
 //                                 # is short for {pipeline_stages: auto}, the default)
 //     pipeline_stages: auto       # S > 1: the model cut into S stages by measured layer cost;
 //                                 # the world is world/S data-parallel replicas of an S-stage
-//                                 # pipeline (dist/mesh.h); checkpoints are sharded by stage.
-//                                 # auto: dist/planner.h picks S from the model's measured costs,
-//                                 # the workers' memory and the link's measured speed, and logs why
+//                                 # pipeline (parallel/mesh.h); checkpoints are sharded by stage.
+//                                 # auto: parallel/planner.h picks S from the model's measured
+//                                 costs, # the workers' memory and the link's measured speed, and
+//                                 logs why
 //     micro_batches: 4            # per pipeline step (data.batch_size is split into them)
 //     schedule: 1f1b              # gpipe or 1f1b
 //     worker_memory_mb: 0         # auto's memory per process (0: the machine's / its processes)
+//     parameter_servers: 0        # K > 0: K server processes hold the model's state (split by
+//                                 # size) and run the optimiser; `--nproc N` workers pull before
+//                                 # and push gradients after each step (parallel/ps_server.h);
+//                                 # no pipeline stages then, CPU only
+//     sync: bsp                   # bsp: every step waits for all workers (the update equals data
+//                                 # parallel's); ssp: gradients apply as they arrive
+//     staleness: 0                # ssp: how many steps a worker may run ahead of the slowest
 //
 // data.batch_size is per process, as in PyTorch DDP: a step sees batch_size x grad_accum x
 // world size clips.
@@ -150,7 +158,7 @@ struct ParallelConfig {
   double worker_memory_mb = 0;
   int micro_batches = 4;
   std::string schedule = "1f1b";
-  // Parameter servers (dist/ps_server.h): > 0 runs this many server processes besides the
+  // Parameter servers (parallel/ps_server.h): > 0 runs this many server processes besides the
   // workers (`--nproc` counts workers); no pipeline stages then.
   int parameter_servers = 0;
   std::string sync = "bsp";  // bsp: every step waits for all workers; ssp: bounded staleness

@@ -12,12 +12,12 @@
 
 #include "base/logging.h"
 #include "base/progress.h"
-#include "dist/comm.h"
-#include "dist/reducer.h"
 #include "loader/loader.h"
 #include "loader/torch_batch.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
+#include "parallel/comm.h"
+#include "parallel/reducer.h"
 #include "storage/open.h"
 #include "train/amp.h"
 #include "train/checkpoint.h"
@@ -109,13 +109,13 @@ Status Run::WaitForLeader(const std::string& what) {
 
 Status Run::ConnectWorld() {
   if (!o_.world.distributed() || ps()) return Status::Ok();  // parameter servers: no group
-  dist::CommOptions options;
+  parallel::CommOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c_.dist.timeout_s * 1000));
   options.connect_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
   options.interface_name = c_.dist.iface;
   options.cuda = device_.is_cuda();
-  REEL_ASSIGN_OR_RETURN(comm_, dist::Comm::Connect(o_.world, options));
+  REEL_ASSIGN_OR_RETURN(comm_, parallel::Comm::Connect(o_.world, options));
   return Status::Ok();
 }
 
@@ -278,13 +278,13 @@ Status Run::StartReplicas() {
     return Status::Ok();
   }
   if (!c_.dist.broadcast_buffers) buffers_.clear();
-  dist::ReducerOptions reducer;
+  parallel::ReducerOptions reducer;
   reducer.bucket_cap_bytes = static_cast<int64_t>(c_.dist.bucket_cap_mb * 1024 * 1024);
   reducer.first_bucket_bytes = static_cast<int64_t>(c_.dist.first_bucket_mb * 1024 * 1024);
-  REEL_ASSIGN_OR_RETURN(reducer.compression, dist::ParseGradCompression(c_.dist.compression));
-  std::vector<dist::Reducer::NamedParameter> named;
+  REEL_ASSIGN_OR_RETURN(reducer.compression, parallel::ParseGradCompression(c_.dist.compression));
+  std::vector<parallel::Reducer::NamedParameter> named;
   for (auto& p : module_->named_parameters()) named.emplace_back(p.key(), p.value());
-  REEL_ASSIGN_OR_RETURN(reducer_, dist::Reducer::Create(named, *comm_, reducer));
+  REEL_ASSIGN_OR_RETURN(reducer_, parallel::Reducer::Create(named, *comm_, reducer));
   return Status::Ok();
 }
 
@@ -356,7 +356,7 @@ Status Run::TrainStep() {
 // Clips the gradients of the whole model (across the pipeline's stages) to train.clip_grad_norm;
 // the norm before.
 Result<double> Run::ClipGradients() {
-  if (pipeline_) return dist::ClipGradNormAcross(*mesh_->pipeline, params_, c_.clip_grad_norm);
+  if (pipeline_) return parallel::ClipGradNormAcross(*mesh_->pipeline, params_, c_.clip_grad_norm);
   return torch::nn::utils::clip_grad_norm_(params_, c_.clip_grad_norm);
 }
 

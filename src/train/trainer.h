@@ -17,18 +17,18 @@
 //
 // Data parallel (options.world with more than one process): every rank builds the same model,
 // takes rank 0's parameters and buffers, reads its own share of each epoch (loader plan by rank)
-// and averages gradients through dist::Reducer (buckets overlapped with backward; no_sync on the
-// accumulation micro-batches; rank 0's buffers before each forward when dist.broadcast_buffers).
-// Rank 0 alone writes metrics, checkpoints and evaluations while the others wait for it; every
-// rank resumes from the checkpoint step rank 0 chose, so checkpoints must be on storage every
-// node reads. Samples and clips/s count the whole job; the logged loss is the mean over ranks, with
-// each rank's in "rank_losses" (one small all-reduce per logging window).
+// and averages gradients through parallel::Reducer (buckets overlapped with backward; no_sync on
+// the accumulation micro-batches; rank 0's buffers before each forward when
+// dist.broadcast_buffers). Rank 0 alone writes metrics, checkpoints and evaluations while the
+// others wait for it; every rank resumes from the checkpoint step rank 0 chose, so checkpoints must
+// be on storage every node reads. Samples and clips/s count the whole job; the logged loss is the
+// mean over ranks, with each rank's in "rank_losses" (one small all-reduce per logging window).
 //
 // Pipeline and hybrid (parallel.pipeline_stages S > 1, world a multiple of S): the world is
-// world/S replicas of an S-stage pipeline (dist/mesh.h). Rank 0 times each unit of the model
+// world/S replicas of an S-stage pipeline (parallel/mesh.h). Rank 0 times each unit of the model
 // (stem, residual blocks, head) on a micro-batch of the configured shape and cuts it into S
-// stages where the slowest is fastest (dist/partition.h); every rank builds the whole model,
-// trains its stage's units with its own optimiser (dist/pipeline.h, GPipe or 1F1B over
+// stages where the slowest is fastest (parallel/partition.h); every rank builds the whole model,
+// trains its stage's units with its own optimiser (parallel/pipeline.h, GPipe or 1F1B over
 // parallel.micro_batches) and averages their gradients with the same stage of the other replicas.
 // The first stage of each replica reads its share of the data and sends the labels to the last;
 // gradient clipping and the fp16 loss scaler's skip decision span the stages. Rank 0 gathers
@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "dist/world.h"
+#include "parallel/world.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
 
@@ -84,8 +84,8 @@ struct TrainOptions {
   std::function<bool()> should_stop;
   bool progress = true;
   std::function<void(const StepMetrics&)> on_log;  // called for every metrics line
-  // This process's place in a data-parallel job (dist/world.h); one process by default.
-  dist::WorldInfo world;
+  // This process's place in a data-parallel job (parallel/world.h); one process by default.
+  parallel::WorldInfo world;
 };
 
 struct TrainResult {
