@@ -118,6 +118,25 @@ check "an unknown version: 404" bash -c \
   "curl -s -o /dev/null -w '%{http_code}' '$URL/v2/models/tiny/versions/7/ready' | grep -qx 404"
 stop_server
 
+# --- model parallel: the model split between two processes ------------------------------------
+start_server staged tiny="$CKPT" --stages 2
+check "--stages 2: serves, its address on its first line" bash -c "head -1 '$WORK/staged.out' | grep -q '^listening on '"
+check "the model line says which units run where" grep -q "units 0-.* here (.* MB), unit.* at 127.0.0.1:" "$WORK/staged.err"
+STAGE_PID=$(pgrep -P "$PID" -f "serve-stage")
+check "the second stage is a process of its own" test -n "$STAGE_PID"
+check "the split model answers as one process did" python3 - "$CKPT_ANSWER" \
+  "$(infer "$URL" tiny 1,3,4,24,24 | tail -n +2)" <<'PY'
+import json, sys
+a, b = (json.loads(x)["outputs"][0]["data"] for x in sys.argv[1:3])
+assert len(a) == len(b) and all(abs(x - y) <= 1e-5 * max(1, abs(x)) for x, y in zip(a, b)), (a, b)
+PY
+kill -TERM "$PID"; wait "$PID"
+check "SIGTERM: the front exits 0" test $? -eq 0
+gone() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status"; }
+check "and the stage process is gone" wait_for "the stage to exit" gone "$STAGE_PID"
+check "--stages 2 on TorchScript is refused" bash -c \
+  "'$REEL' serve '$WORK/none.pt' --stages 2 --port 0 > /dev/null 2> '$WORK/staged_ts.err'; [ \$? -ne 0 ] && grep -q 'cannot be split' '$WORK/staged_ts.err'"
+
 # --- TorchScript from Python PyTorch ---------------------------------------------------------
 # torch.jit.script reads the module's source: the script must be a file.
 cat > "$WORK/make_head.py" <<'PY'

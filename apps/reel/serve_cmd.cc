@@ -3,7 +3,7 @@
 //   reel serve [NAME=]URI ... [--config serve.yaml] [--host H] [--port N] [--max-batch N]
 //   [--max-delay-us N]
 //              [--preferred-batch N ...] [--instances N] [--threads N] [--max-queue N]
-//              [--http-threads N] [--registry URI] [--config F] [--token-file F]
+//              [--http-threads N] [--registry URI] [--config F] [--token-file F] [--stages 2]
 //              [--allow-uri-prefix P ...] [--canary [NAME=]URI] [--canary-percent P]
 //              [--poll-interval S] [--replicas MIN:MAX [--target-in-flight N]
 //              [--target-latency-ms MS] [--scale-period S] [--scale-down-window S]]
@@ -24,6 +24,10 @@
 // --replicas MIN:MAX (MAX > 1) runs a front on the address that balances over MIN..MAX worker
 // processes of this command and scales them by load (serve/front.h); each gets an equal share of
 // the cores (--threads), so at MAX replicas the cores are not oversubscribed.
+//
+// --stages 2 splits each model between this process and a `reel serve-stage` process that holds
+// the second half's weights (serve/stages.h: model parallel, for a model that does not fit one
+// worker); the answers are the same.
 //
 // --emit-k8s writes the Kubernetes objects that serve the same models with the same flags
 // (serve/k8s.h: Deployment, Service, HorizontalPodAutoscaler over --replicas, disruption budget)
@@ -57,6 +61,7 @@
 #include "serve/k8s.h"
 #include "serve/model.h"
 #include "serve/service.h"
+#include "serve/stages.h"
 
 namespace reel::cli {
 namespace {
@@ -98,6 +103,7 @@ Result<serve::LoadOptions> LoadOptionsOf(const ServeFlags& f) {
   serve::LoadOptions load;
   load.registry = f.registry;
   REEL_ASSIGN_OR_RETURN(load.precision, serve::ParsePrecision(f.precision));
+  load.stages = f.stages;
   return load;
 }
 
@@ -118,11 +124,12 @@ Result<std::string> Serve(const ServeFlags& f, const ModelSpec& spec, const std:
   }
   const bool follows = f.poll_interval_s > 0 && serve::IsMovingReference(source);
   if (follows) follower->Add({name, source, role, spec.batching, info.version});
-  std::fprintf(stderr, "model %s version %s%s: %s (%s, %lld classes) from %s%s\n", name.c_str(),
+  std::fprintf(stderr, "model %s version %s%s: %s (%s, %lld classes) from %s%s%s\n", name.c_str(),
                info.version.c_str(), role == Service::Role::kCanary ? " (canary)" : "",
                info.architecture.c_str(), info.platform.c_str(),
                static_cast<long long>(info.num_classes()), info.source.c_str(),
-               follows ? (", following " + source).c_str() : "");
+               follows ? (", following " + source).c_str() : "",
+               info.placement.empty() ? "" : ("; " + info.placement).c_str());
   return name;
 }
 
@@ -169,6 +176,55 @@ serve::LoadFn RegistryLoader(const ServeFlags& f) {
     if (!load.ok()) return load.status();
     return serve::LoadModel(uri, *load);
   };
+}
+
+struct StageFlags {
+  serve::StageServerOptions options;
+  std::string precision = "fp32", address_file;
+  int threads = 0;
+};
+
+// reel serve-stage: the second stage of a model `reel serve --stages 2` splits (serve/stages.h).
+// Writes its address to --address-file once it listens, and serves until SIGTERM.
+int RunStageServer(StageFlags f) {
+  constexpr std::string_view kStage = "reel serve-stage";
+  const sigset_t stop = BlockStopSignals();
+  Result<serve::Precision> precision = serve::ParsePrecision(f.precision);
+  if (!precision.ok()) return Fail(kStage, precision.status());
+  f.options.load.precision = *precision;
+  if (f.threads > 0) serve::SetComputeThreads(f.threads);
+  Result<std::unique_ptr<serve::StageServer>> server = serve::StageServer::Start(f.options);
+  if (!server.ok()) return Fail(kStage, server.status());
+  // On standard error: standard output is reel serve's, whose first line is its own address.
+  std::fprintf(stderr, "reel serve-stage: %s of %s listening on %s\n",
+               (*server)->Describe().c_str(), f.options.source.c_str(),
+               (*server)->address().c_str());
+  if (!f.address_file.empty()) {
+    if (Status s = WriteFileAtomically(f.address_file, (*server)->address()); !s.ok()) {
+      return Fail(kStage, s);
+    }
+  }
+  WaitForStopSignal(stop);
+  return 0;
+}
+
+void RegisterServeStage(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<StageFlags>();
+  CLI::App* stage = app.add_subcommand(
+      "serve-stage", "the second stage of a model split by reel serve --stages 2 (internal)");
+  stage->group("");  // started by reel serve, not typed
+  stage->add_option("source", f->options.source, "the model, as reel serve takes it")->required();
+  stage->add_option("--from-unit", f->options.from_unit, "the first unit this stage runs")
+      ->required();
+  stage->add_option("--address-file", f->address_file, "where to write host:port once listening");
+  stage->add_option("--host", f->options.host, "address to listen on (default 127.0.0.1)");
+  stage->add_option("--port", f->options.port, "port (default 0: a free one)");
+  stage->add_option("--precision", f->precision, "fp32, bf16 or auto")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
+  stage->add_option("--registry", f->options.load.registry, "registry for models:/ URIs");
+  stage->add_option("--config", f->options.load.config, "YAML with model and data sections");
+  stage->add_option("--threads", f->threads, "LibTorch threads (default: every core)");
+  stage->callback([f, exit_code] { *exit_code = RunStageServer(*f); });
 }
 
 int RunModelServer(ServeFlags f) {
@@ -274,6 +330,11 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                    "fp32 (default), bf16 (autocast: ~2.6x faster on a CPU with bf16 units, "
                    "scores differ in the third digit) or auto (bf16 where the CPU has them)")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
+  serve
+      ->add_option("--stages", f->stages,
+                   "2: split each model between this process and a stage process holding the "
+                   "second half's weights (model parallel; Reel's video ResNets; default 1)")
+      ->check(CLI::Range(1, 2));
   serve->add_option("--max-request-mb", f->max_request_mb, "largest request body (default 64)")
       ->check(CLI::PositiveNumber);
   serve->add_option("--registry", f->registry,
@@ -323,6 +384,7 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   serve->add_option("--token-secret", f->token_secret,
                     "--emit-k8s: a Secret whose 'tokens' key is mounted as --token-file");
   serve->callback([f, exit_code] { *exit_code = RunModelServer(*f); });
+  RegisterServeStage(app, exit_code);
 }
 
 }  // namespace reel::cli

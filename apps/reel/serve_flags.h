@@ -30,6 +30,7 @@ struct ServeFlags {
   int max_batch = 8, max_delay_us = 0, instances = 1, threads = 0, max_queue = 256;
   int http_threads = 64;
   std::string precision = "fp32";  // fp32, bf16 or auto (serve::ParsePrecision)
+  int stages = 1;                  // 2: each model split across this process and a stage process
   std::vector<int> preferred;
   std::string registry, config, token_file;
   std::vector<std::string> allowed_uri_prefixes;

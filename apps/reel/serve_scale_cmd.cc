@@ -37,6 +37,7 @@ std::vector<std::string> PodArgs(const ServeFlags& f) {
   flag("--max-queue", std::to_string(f.max_queue));
   flag("--http-threads", std::to_string(f.http_threads));
   flag("--precision", f.precision);
+  if (f.stages > 1) flag("--stages", std::to_string(f.stages));
   flag("--max-request-mb", FormatDouble(f.max_request_mb));
   if (!f.registry.empty()) flag("--registry", f.registry);
   if (!f.config.empty()) flag("--config", f.config);

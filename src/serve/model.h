@@ -9,6 +9,8 @@
 //                                        `model:` section)
 //   a .pt / .pth / .ts file              TorchScript from torch.jit.save; options.config (or
 //                                        the defaults 3×8×112×112) gives the input shape
+// With options.stages = 2, a Reel model is split across this process and a stage process
+// (serve/stages.h).
 // and warms it up with one forward pass, which also tells the class count of TorchScript.
 //
 // Errors: InvalidArgument for a source that is none of these; NotFound for a missing file or
@@ -36,6 +38,7 @@ struct ModelInfo {
   std::vector<int64_t> sample_shape;     // [C, T, H, W]
   std::vector<std::string> class_names;  // num_classes of them ("0", "1", ... when unknown)
   VideoSettings video;                   // how an encoded video becomes samples (BYTES inputs)
+  std::string placement;  // model parallel (LoadOptions::stages): which units run where
 
   int64_t sample_size() const {  // C × T × H × W
     int64_t n = 1;
@@ -84,6 +87,13 @@ struct LoadOptions {
   std::string registry;  // for models:/ URIs; "" = $REEL_REGISTRY_URI, else the default folder
   std::string config;    // YAML: the model and data sections (a .safetensors file, TorchScript)
   Precision precision = Precision::kFp32;
+  // Model parallel (serve/stages.h): 2 splits a Reel video ResNet between this process and a
+  // stage process holding the second half's weights. Only 1 and 2 are supported.
+  int stages = 1;
+  // stages 2: the address ("host:port") of a running stage server (stages.h) instead of
+  // starting one, and the command that starts one (default: this program's `serve-stage`).
+  std::string stage_address;
+  std::vector<std::string> stage_command;
 };
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options);

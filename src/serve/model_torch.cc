@@ -17,22 +17,16 @@
 #include "registry/registry.h"
 #include "registry/views.h"
 #include "serve/model.h"
+#include "serve/model_torch_internal.h"
 #include "storage/open.h"
 #include "train/amp.h"
 #include "train/registration.h"
 
 namespace reel::serve {
+namespace internal {
 namespace {
 
 namespace fs = std::filesystem;
-
-// What a registry version and a checkpoint both give: weights, architecture, config, metrics.
-struct Parts {
-  models::SafetensorsFile weights;
-  nlohmann::json architecture, metrics;
-  std::string config;
-  std::string name, version, source;
-};
 
 Result<Parts> PartsFromRegistry(const std::string& uri, const LoadOptions& options) {
   REEL_ASSIGN_OR_RETURN(
@@ -127,6 +121,8 @@ std::vector<std::string> ClassNames(const nlohmann::json& metrics, int64_t num_c
   return names;
 }
 
+}  // namespace
+
 torch::Tensor InputTensor(const float* input, int64_t n, const std::vector<int64_t>& shape) {
   std::vector<int64_t> sizes = {n};
   sizes.insert(sizes.end(), shape.begin(), shape.end());
@@ -134,7 +130,6 @@ torch::Tensor InputTensor(const float* input, int64_t n, const std::vector<int64
   return torch::from_blob(const_cast<float*>(input), sizes, torch::kFloat32);
 }
 
-// A tensor's values as FP32, row-major.
 std::vector<float> FloatsOf(const torch::Tensor& t) {
   const torch::Tensor f = t.to(torch::kFloat32).contiguous();
   std::vector<float> values(static_cast<size_t>(f.numel()));
@@ -150,19 +145,7 @@ Result<std::vector<float>> LogitsOf(const torch::Tensor& output, int64_t n) {
   return FloatsOf(output);
 }
 
-// Runs `forward` (in bf16 autocast when `bf16`) with LibTorch's errors turned into Status.
-template <class Fn>
-Result<std::vector<float>> Guarded(bool bf16, Fn&& forward) {
-  try {
-    c10::InferenceMode inference;
-    train::AutocastGuard autocast(bf16, torch::kBFloat16, torch::DeviceType::CPU);
-    return forward();
-  } catch (const c10::Error& e) {
-    return InternalError(std::string("LibTorch: ") + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return InternalError(std::string("forward: ") + e.what());
-  }
-}
+namespace {
 
 class ModuleModel : public Model {
  public:
@@ -224,8 +207,8 @@ class ScriptModel : public Model {
   bool bf16_;
 };
 
-// One forward pass of zeros: loads lazily initialised kernels now rather than on the first
-// request, and tells the class count.
+}  // namespace
+
 Result<int64_t> WarmUp(const Model& model, int64_t sample_size) {
   std::vector<float> zeros(static_cast<size_t>(sample_size), 0.f);
   REEL_ASSIGN_OR_RETURN(std::vector<float> logits, model.Forward(zeros.data(), 1));
@@ -233,31 +216,44 @@ Result<int64_t> WarmUp(const Model& model, int64_t sample_size) {
   return static_cast<int64_t>(logits.size());
 }
 
-Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts, Precision precision) {
+Result<ReelModule> BuildReelModule(const Parts& parts) {
   REEL_ASSIGN_OR_RETURN(models::ModelSpec spec,
                         train::SpecFromArchitecture(parts.architecture, parts.source));
-  REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule module, models::BuildModel(spec));
-  Status loaded = models::LoadStateDict(*module.ptr(), parts.weights);
+  ReelModule built;
+  REEL_ASSIGN_OR_RETURN(built.module, models::BuildModel(spec));
+  Status loaded = models::LoadStateDict(*built.module.ptr(), parts.weights);
   if (!loaded.ok()) {
     return FailedPreconditionError(parts.source + " does not fit model '" + spec.name +
                                    "': " + loaded.message());
   }
-  module.ptr()->eval();
-  ModelInfo info;
-  info.name = parts.name;
-  info.version = parts.version;
-  info.source = parts.source;
-  info.platform = "reel_libtorch";
-  info.architecture = spec.name;
-  REEL_RETURN_IF_ERROR(ApplyDataConfig(parts.config, parts.source, &info));
-  info.class_names = ClassNames(parts.metrics, spec.num_classes);
-  auto model = std::make_unique<ModuleModel>(std::move(info), std::move(module),
-                                             precision == Precision::kBf16);
-  REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(*model, model->info().sample_size()));
-  if (classes != spec.num_classes) {
-    return InternalError(parts.source + ": the model gave " + std::to_string(classes) +
-                         " scores, its architecture says " + std::to_string(spec.num_classes));
+  built.module.ptr()->eval();
+  built.info.name = parts.name;
+  built.info.version = parts.version;
+  built.info.source = parts.source;
+  built.info.platform = "reel_libtorch";
+  built.info.architecture = spec.name;
+  REEL_RETURN_IF_ERROR(ApplyDataConfig(parts.config, parts.source, &built.info));
+  built.info.class_names = ClassNames(parts.metrics, spec.num_classes);
+  return built;
+}
+
+Status CheckClasses(const Model& model) {
+  REEL_ASSIGN_OR_RETURN(const int64_t classes, WarmUp(model, model.info().sample_size()));
+  if (classes != model.info().num_classes()) {
+    return InternalError(model.info().source + ": the model gave " + std::to_string(classes) +
+                         " scores, its architecture says " +
+                         std::to_string(model.info().num_classes()));
   }
+  return Status::Ok();
+}
+
+namespace {
+
+Result<std::unique_ptr<Model>> LoadReelModel(const Parts& parts, Precision precision) {
+  REEL_ASSIGN_OR_RETURN(ReelModule built, BuildReelModule(parts));
+  auto model = std::make_unique<ModuleModel>(std::move(built.info), std::move(built.module),
+                                             precision == Precision::kBf16);
+  REEL_RETURN_IF_ERROR(CheckClasses(*model));
   return std::unique_ptr<Model>(std::move(model));
 }
 
@@ -291,22 +287,26 @@ Result<std::unique_ptr<Model>> LoadTorchScript(const std::string& path,
   return std::unique_ptr<Model>(std::move(model));
 }
 
+}  // namespace
+
 bool IsTorchScriptPath(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   return ext == ".pt" || ext == ".pth" || ext == ".ts" || ext == ".torchscript";
 }
 
-}  // namespace
+Result<Parts> ReadParts(const std::string& source, const LoadOptions& options) {
+  if (registry::IsModelUri(source)) return PartsFromRegistry(source, options);
+  return PartsFromPath(source, options);
+}
+
+}  // namespace internal
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& source, const LoadOptions& options) {
   try {
-    if (registry::IsModelUri(source)) {
-      REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromRegistry(source, options));
-      return LoadReelModel(parts, options.precision);
-    }
-    if (IsTorchScriptPath(source)) return LoadTorchScript(source, options);
-    REEL_ASSIGN_OR_RETURN(Parts parts, PartsFromPath(source, options));
-    return LoadReelModel(parts, options.precision);
+    if (options.stages != 1) return internal::LoadStagedModel(source, options);
+    if (internal::IsTorchScriptPath(source)) return internal::LoadTorchScript(source, options);
+    REEL_ASSIGN_OR_RETURN(internal::Parts parts, internal::ReadParts(source, options));
+    return internal::LoadReelModel(parts, options.precision);
   } catch (const c10::Error& e) {
     return InternalError(source + ": LibTorch: " + e.what_without_backtrace());
   }

@@ -1,5 +1,6 @@
 // Real LibTorch models behind the service: a checkpoint of the previous release loads and
 // answers, and loading and unloading versions 100 times keeps the process's memory bounded.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "base/random.h"
 #include "serve/model.h"
 #include "serve/service.h"
+#include "serve/stages.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 #include "train/amp.h"
@@ -59,6 +61,49 @@ TEST(ModelTorch, ACheckpointOfThePreviousReleaseAnswers) {
   ASSERT_EQ(logits.size(), 16u);
   for (float v : logits) EXPECT_TRUE(std::isfinite(v));
   for (int k = 0; k < 8; ++k) EXPECT_FLOAT_EQ(logits[k], logits[8 + k]);  // same input, same row
+}
+
+// Model parallel: the second half in a stage server (here in-process; `reel serve --stages 2`
+// starts it as a process) answers with one process's scores, and each side holds part of the
+// weights.
+TEST(ModelTorch, TwoStagesAnswerWithOneProcesssScores) {
+  StageServerOptions so;
+  so.source = Checkpoint();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<StageServer> stage, StageServer::Start(so));
+  EXPECT_GT(stage->from_unit(), 0);
+  EXPECT_LT(stage->from_unit(), stage->unit_count());
+  EXPECT_GT(stage->parameter_bytes(), 0);
+  LoadOptions split;
+  split.stages = 2;
+  split.stage_address = stage->address();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> staged, LoadModel(Checkpoint(), split));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> whole, LoadModel(Checkpoint(), LoadOptions{}));
+  EXPECT_THAT(staged->info().placement, ::testing::HasSubstr("at " + stage->address()));
+  EXPECT_EQ(staged->info().num_classes(), whole->info().num_classes());
+  Rng rng(11);
+  std::vector<float> input(static_cast<size_t>(3 * whole->info().sample_size()));
+  for (float& v : input) v = static_cast<float>(rng.Uniform() * 2 - 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> expected, whole->Forward(input.data(), 3));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, staged->Forward(input.data(), 3));
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5) << i;
+}
+
+TEST(ModelTorch, StagesRefuseWhatTheyCannotSplit) {
+  LoadOptions three;
+  three.stages = 3;
+  EXPECT_STATUS(LoadModel(Checkpoint(), three), StatusCode::kInvalidArgument);
+  LoadOptions two;
+  two.stages = 2;
+  two.stage_address = "127.0.0.1:1";  // nothing listens: the warm-up forward cannot reach it
+  EXPECT_STATUS(LoadModel(Checkpoint(), two), StatusCode::kUnavailable);
+  StageServerOptions so;
+  so.source = Checkpoint();
+  so.from_unit = 0;
+  EXPECT_STATUS(StageServer::Start(so), StatusCode::kInvalidArgument);
+  so.from_unit = -1;
+  so.source = "model.pt";
+  EXPECT_STATUS(StageServer::Start(so), StatusCode::kInvalidArgument);
 }
 
 // bf16 autocast gives the fp32 scores to bf16's precision (emulated where the CPU lacks bf16
