@@ -17,6 +17,14 @@
 // the planner picks the layout that measured faster.
 //
 //   parallel_bench --crossover 1 [--frames 4] [--batch 8] [--steps 3]
+//
+// --scaling 1: every parallel form on the same model with --batch clips per replica, as step
+// time, clips per second and scaling against one process: data parallel (Reel's reducer) on 2
+// and 4 ranks, pipelines of 2 and 4 stages (1F1B, 4 micro-batches), 2 replicas x 2 stages, and
+// parameter servers (BSP, one server in this process, SGD there) with 2 and 4 workers. Ranks are
+// threads of one LibTorch thread each: past the cores they share them, which the scaling shows.
+//
+//   parallel_bench --scaling 1 [--batch 8] [--width 16] [--frames 8] [--size 56] [--steps 3]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -24,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,9 +41,12 @@
 #include <vector>
 
 #include "models/video_resnet.h"
+#include "parallel/mesh.h"
 #include "parallel/partition.h"
 #include "parallel/pipeline.h"
 #include "parallel/planner.h"
+#include "parallel/ps_client.h"
+#include "parallel/ps_server.h"
 #include "parallel/reducer.h"
 #include "parallel/testing/thread_world.h"
 
@@ -45,7 +57,7 @@ using models::VideoResNet;
 
 struct Args {
   int stages = 2, batch = 16, width = 16, frames = 8, size = 56, steps = 3;
-  bool crossover = false;
+  bool crossover = false, scaling = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -60,6 +72,7 @@ Args Parse(int argc, char** argv) {
     if (flag == "--size") a.size = value;
     if (flag == "--steps") a.steps = value;
     if (flag == "--crossover") a.crossover = value != 0;
+    if (flag == "--scaling") a.scaling = value != 0;
   }
   return a;
 }
@@ -145,12 +158,13 @@ void Die(const Status& status) {
   std::exit(1);
 }
 
-// 2 x 1: every rank trains a replica on the batch; the reducer averages gradients (overlapped
-// with backward, as `reel train` does). Clips per second over both ranks.
-double DataParallelRate(const Args& a, const at::Tensor& x, const at::Tensor& y) {
-  std::vector<VideoResNet> replicas = {MakeModel(a), MakeModel(a)};
+// N x 1: every rank trains a replica on the batch; the reducer averages gradients (overlapped
+// with backward, as `reel train` does). Clips per second over all ranks.
+double DataParallelRate(const Args& a, const at::Tensor& x, const at::Tensor& y, int ranks = 2) {
+  std::vector<VideoResNet> replicas;
+  for (int r = 0; r < ranks; ++r) replicas.push_back(MakeModel(a));
   double seconds = 0;
-  testing::RunRanks(2, CommOptions{}, [&](int rank, Comm* comm) {
+  testing::RunRanks(ranks, CommOptions{}, [&](int rank, Comm* comm) {
     if (comm == nullptr) std::abort();
     VideoResNet& model = replicas[rank];
     std::vector<Reducer::NamedParameter> named;
@@ -168,7 +182,7 @@ double DataParallelRate(const Args& a, const at::Tensor& x, const at::Tensor& y)
       if (rank == 0 && step > 0) seconds += took;
     }
   });
-  return 2.0 * a.batch * a.steps / seconds;
+  return ranks * a.batch * a.steps / seconds;
 }
 
 double MeasuredBandwidth() {
@@ -242,6 +256,153 @@ int Crossover(Args a) {
   return 0;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One process training on the batch in `micro` accumulated micro-batches: the base of the
+// scaling figures (a pipeline's against the same micro-batches: a smaller batch alone runs
+// faster per clip here, its activations staying in cache). Clips per second.
+double OneProcessRate(const Args& a, const at::Tensor& x, const at::Tensor& y, int micro = 1) {
+  VideoResNet model = MakeModel(a);
+  double seconds = 0;
+  const auto xs = x.chunk(micro), ys = y.chunk(micro);
+  for (int step = 0; step <= a.steps; ++step) {
+    const auto start = Clock::now();
+    model->zero_grad();
+    for (size_t m = 0; m < xs.size(); ++m) {
+      (torch::nn::functional::cross_entropy(model->forward(xs[m]), ys[m]) / micro).backward();
+    }
+    if (step > 0) seconds += SecondsSince(start);
+  }
+  return a.batch * a.steps / seconds;
+}
+
+// `replicas` x `stages` on replicas*stages ranks: each replica's pipeline (1F1B, 4 micro-batches)
+// on the batch, then each stage's gradients averaged over its data group. Clips per second.
+double MeshRate(const Args& a, const at::Tensor& x, const at::Tensor& y, int replicas, int stages) {
+  const int ranks = replicas * stages;
+  VideoResNet probe = MakeModel(a);
+  Result<StagePlan> plan = BalanceStages(Profile(probe, x.narrow(0, 0, a.batch / 4)), stages);
+  if (!plan.ok()) Die(plan.status());
+  std::vector<VideoResNet> models;
+  for (int r = 0; r < ranks; ++r) models.push_back(MakeModel(a));
+  double seconds = 0;
+  testing::RunRanks(ranks, CommOptions{}, [&](int rank, Comm* world) {
+    if (world == nullptr) std::abort();
+    Result<Mesh> mesh = MakeMesh(*world, stages);
+    if (!mesh.ok()) Die(mesh.status());
+    VideoResNet& model = models[rank];
+    const int begin = plan->cuts[mesh->stage], end = plan->cuts[mesh->stage + 1];
+    std::vector<at::Tensor> mine;
+    for (int u = begin; u < end; ++u) {
+      for (const auto& p : model->UnitParameters(u)) mine.push_back(p);
+    }
+    auto stage = PipelineStage::Make(
+        mesh->pipeline.get(), {4, PipelineSchedule::k1F1B},
+        [&](const at::Tensor& in) { return model->forward_units(in, begin, end); },
+        [](const at::Tensor& logits, const at::Tensor& t) {
+          return torch::nn::functional::cross_entropy(logits, t);
+        });
+    if (!stage.ok()) Die(stage.status());
+    for (int step = 0; step <= a.steps; ++step) {
+      const auto start = Clock::now();
+      model->zero_grad();
+      Result<PipelineStepResult> r = stage->Step(mesh->stage == 0 ? x : at::Tensor(),
+                                                 mesh->stage == stages - 1 ? y : at::Tensor());
+      if (!r.ok()) Die(r.status());
+      if (replicas > 1) {
+        const Status averaged = AverageGradients(*mesh->data, mine);
+        if (!averaged.ok()) Die(averaged);
+      }
+      if (rank == 0 && step > 0) seconds += SecondsSince(start);
+    }
+  });
+  return replicas * a.batch * a.steps / seconds;
+}
+
+// Parameter servers, BSP: one server (in this process, on its own model's tensors, SGD) and
+// `workers` worker threads that pull, compute and push every step. Clips per second.
+double ParameterServerRate(const Args& a, const at::Tensor& x, const at::Tensor& y, int workers) {
+  VideoResNet held = MakeModel(a);
+  std::vector<at::Tensor> params = held->parameters(), buffers = held->buffers();
+  ParameterServerOptions so;
+  so.workers = workers;
+  auto update = [&params](int64_t) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : params) p.sub_(p.grad() * 0.01);
+    return Status::Ok();
+  };
+  Result<std::unique_ptr<ParameterServer>> server =
+      ParameterServer::Start(so, params, buffers, PsShardState::Fresh(workers), update,
+                             [](const PsShardState&) { return Status::Ok(); });
+  if (!server.ok()) Die(server.status());
+  const std::string address = (*server)->address();
+  std::vector<VideoResNet> models;
+  for (int w = 0; w < workers; ++w) models.push_back(MakeModel(a));
+  double seconds = 0;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      at::set_num_threads(1);
+      PsClientOptions co;
+      co.worker = w;
+      Result<std::unique_ptr<PsClient>> client =
+          PsClient::Make(co, {PsShardTensors{models[w]->parameters(), models[w]->buffers()}},
+                         [&address](int) -> Result<std::string> { return address; });
+      if (!client.ok()) Die(client.status());
+      for (int step = 0; step <= a.steps; ++step) {
+        const auto start = Clock::now();
+        if (Status s = (*client)->Pull(step); !s.ok()) Die(s);
+        models[w]->zero_grad();
+        torch::nn::functional::cross_entropy(models[w]->forward(x), y).backward();
+        if (Status s = (*client)->Push(step, true); !s.ok()) Die(s);
+        if (w == 0 && step > 0) seconds += SecondsSince(start);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return workers * a.batch * a.steps / seconds;
+}
+
+int Scaling(const Args& a) {
+  torch::manual_seed(2);
+  const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
+  const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
+  // Warm LibTorch's kernels up for both shapes first (the first steps run 1.5x slower).
+  OneProcessRate(a, x, y);
+  OneProcessRate(a, x, y, 4);
+  std::printf("%-30s %9s %11s %8s %8s %8s %8s %10s\n", "form", "processes", "clips/step", "step s",
+              "clips/s", "base", "scaling", "efficiency");
+  // This VM's speed drifts (up to 2.6x between minutes here): each form is measured right after
+  // its base, one process on the same (micro-)batches, and scaled against that.
+  const auto row = [&](const char* form, int processes, int clips_per_step, int base_micro,
+                       const std::function<double()>& measure) {
+    const double base = OneProcessRate(a, x, y, base_micro);
+    const double rate = measure();
+    std::printf("%-30s %9d %11d %8.3f %8.1f %8.1f %8.2f %10.2f\n", form, processes, clips_per_step,
+                clips_per_step / rate, rate, base, rate / base, rate / base / processes);
+  };
+  for (int n : {2, 4}) {
+    row("data parallel", n, n * a.batch, 1, [&] { return DataParallelRate(a, x, y, n); });
+  }
+  for (int s : {2, 4}) {
+    row("pipeline (1f1b, M=4)", s, a.batch, 4, [&] { return MeshRate(a, x, y, 1, s); });
+  }
+  row("data x pipeline 2 x 2", 4, 2 * a.batch, 4, [&] { return MeshRate(a, x, y, 2, 2); });
+  for (int n : {2, 4}) {
+    row("parameter server (bsp, 1)", n + 1, n * a.batch, 1,
+        [&] { return ParameterServerRate(a, x, y, n); });
+  }
+  std::printf(
+      "base: one process's clips/s just before (pipelines: on the same 4 micro-batches); "
+      "scaling: against it; efficiency: scaling per process (%u cores)\n",
+      std::thread::hardware_concurrency());
+  return 0;
+}
+
 int Run(const Args& a) {
   at::set_num_threads(1);
   const char* wait = std::getenv("OMP_WAIT_POLICY");
@@ -251,6 +412,7 @@ int Run(const Args& a) {
   std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
               a.batch, a.frames, a.size, a.size);
   if (a.crossover) return Crossover(a);
+  if (a.scaling) return Scaling(a);
   torch::manual_seed(2);
   const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
   const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);

@@ -7,7 +7,7 @@
 #     launcher starts it alone again, it restores its snapshot, and the job ends with the
 #     uninterrupted losses; the same for a worker killed (it continues where the servers have it);
 #   - SSP with staleness 2 trains to the end and no worker ran more than 2 steps ahead;
-#   - one worker and one server from a plain `reel train`;
+#   - one worker and one server from a plain `reel train`, with one process's losses;
 #   - layouts that cannot work are refused with exit 3 and a reason.
 # Usage: ps_train_test.sh PATH_TO_REEL
 set -u
@@ -128,6 +128,10 @@ config single "{parameter_servers: 1}"
 check "a plain reel train starts its worker and server" bash -c \
   "'$REEL' train --config '$WORK/single.yaml' --quiet > '$WORK/single.out' 2> '$WORK/single.err'"
 check "and trains to the end" test "$(last_step single)" -eq "$STEPS"
+config one "{pipeline_stages: 1}"
+check "one process trains alone" bash -c \
+  "'$REEL' train --config '$WORK/one.yaml' --quiet > '$WORK/one.out' 2> '$WORK/one.err'"
+check "one worker with a BSP server logs one process's losses" same_losses one single
 
 refused() {  # refused NAME PARALLEL MESSAGE
   config "$1" "$2"
