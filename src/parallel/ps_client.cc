@@ -34,7 +34,7 @@ struct PsClient::Shard {
 };
 
 PsClient::PsClient(PsClientOptions options, PsAddressLookup lookup)
-    : options_(std::move(options)), lookup_(std::move(lookup)) {}
+    : options_(options), lookup_(std::move(lookup)) {}
 
 PsClient::~PsClient() = default;
 
@@ -45,7 +45,7 @@ Result<std::unique_ptr<PsClient>> PsClient::Make(PsClientOptions options,
     return InvalidArgumentError(
         "parameter-server client: need shards, an address lookup, a worker >= 0 and a timeout");
   }
-  std::unique_ptr<PsClient> client(new PsClient(std::move(options), std::move(lookup)));
+  std::unique_ptr<PsClient> client(new PsClient(options, std::move(lookup)));
   for (auto& s : shards) {
     for (const auto* list : {&s.parameters, &s.buffers}) {
       for (const auto& t : *list) {
@@ -252,7 +252,7 @@ Status PublishPsAddress(c10d::Store& store, int shard, const std::string& addres
   return Status::Ok();
 }
 
-PsAddressLookup StoreLookup(c10::intrusive_ptr<c10d::Store> store) {
+PsAddressLookup StoreLookup(const c10::intrusive_ptr<c10d::Store>& store) {
   return [store](int shard) -> Result<std::string> {
     try {
       std::vector<uint8_t> v = store->get("ps/" + std::to_string(shard));

@@ -86,6 +86,6 @@ class PsClient {
 Result<c10::intrusive_ptr<c10d::Store>> ConnectPsStore(const WorldInfo& world,
                                                        std::chrono::milliseconds timeout);
 Status PublishPsAddress(c10d::Store& store, int shard, const std::string& address);
-PsAddressLookup StoreLookup(c10::intrusive_ptr<c10d::Store> store);
+PsAddressLookup StoreLookup(const c10::intrusive_ptr<c10d::Store>& store);
 
 }  // namespace reel::parallel

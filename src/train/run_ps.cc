@@ -39,6 +39,9 @@ Result<std::vector<Run::PsShard>> Run::PsShards() const {
   std::vector<int64_t> bytes;
   const auto params = module_->named_parameters();
   const auto buffers = module_->named_buffers();
+  names.reserve(params.size() + buffers.size());
+  tensors.reserve(names.capacity());
+  bytes.reserve(names.capacity());
   for (const auto& p : params) names.push_back(p.key()), tensors.push_back(p.value());
   for (const auto& b : buffers) names.push_back(b.key()), tensors.push_back(b.value());
   for (const auto& t : tensors) bytes.push_back(static_cast<int64_t>(t.nbytes()));
@@ -187,6 +190,7 @@ Status Run::ResumeFromServers() {
   REEL_ASSIGN_OR_RETURN(auto store, parallel::ConnectPsStore(o_.world, timeout));
   REEL_ASSIGN_OR_RETURN(std::vector<PsShard> shards, PsShards());
   std::vector<parallel::PsShardTensors> tensors;
+  tensors.reserve(shards.size());
   for (auto& s : shards) tensors.push_back(std::move(s.tensors));
   parallel::PsClientOptions co;
   co.worker = o_.world.rank;
