@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pipeline and hybrid `reel train` end to end with real processes on loopback:
 #   - one pipeline of 2 stages (--nproc 2, parallel.pipeline_stages 2, 2 micro-batches of 2)
-#     logs the losses of one process accumulating the same 2 micro-batches, evaluates as it does,
+#     logs the losses of one process accumulating the same 2 micro-batches, evaluates as it does
+#     (rank 1 holds only its stage's weights; rank 0 gathers them to evaluate),
 #     and registers its sharded checkpoint as one registry version;
 #   - 2 replicas x 2 stages (--nproc 4) log the losses of 2 data-parallel processes on the same
 #     data; their checkpoints are sharded (a manifest, a shard per stage, no whole model file);
@@ -50,6 +51,11 @@ config pipe 4 1 "{pipeline_stages: 2, micro_batches: 2, schedule: 1f1b}"
 check "a pipeline of 2 stages trains" train pipe 2
 [ -s "$WORK/pipe.err" ] && grep -q "rror" "$WORK/pipe.err" && tail -n 20 "$WORK/pipe.err" | sed 's/^/     | /'
 check "rank 0 planned the cut from measured unit costs" grep -q "pipeline stage 1: units .* ms per micro-batch" "$WORK/pipe.err"
+check "rank 1 dropped the other stage's weights" python3 - "$WORK/pipe.err" <<'PY'
+import re, sys
+m = re.search(r"rank 1: stage 1 keeps ([0-9.]+) of the model's ([0-9.]+) MB", open(sys.argv[1]).read())
+assert m and 0 < float(m.group(1)) < float(m.group(2)), m
+PY
 check "and both stages trained as one process does" close_losses one pipe
 check "its evaluations equal one process's" same_eval one pipe
 check "its checkpoints are sharded: a manifest, 2 shards, no whole model" bash -c "

@@ -96,7 +96,10 @@ class Run {
   Result<double> PipelineGradients();
   Result<bool> AgreeOnEval();
   Status AgreeOnFinite(bool* loss_finite, bool* grads_finite);
-  Status GatherModel();  // every stage's current weights into every rank's whole model
+  // Every rank but 0 drops the weights of the other stages (rank 0 keeps the whole model: it
+  // evaluates and registers it); GatherModel sends each stage's current weights to rank 0.
+  void ReleaseOtherStages();
+  Status GatherModel();
   Status SaveShardedCheckpoint();
 
   // Parameter servers (parallel.parameter_servers = K > 0; run_ps.cc): the last K ranks serve a

@@ -1,6 +1,7 @@
 // A training run's pipeline stages (parallel.pipeline_stages > 1): the world is replicas x
 // stages (parallel/mesh.h); every rank builds the whole model (the same seed, then rank 0's
-// weights), trains its units' parameters with its own optimiser, and averages their gradients with
+// weights), keeps only its stage's weights (rank 0 keeps all: it evaluates and registers the
+// model), trains its units' parameters with its own optimiser, and averages their gradients with
 // the same stage of the other replicas. The first stage of each replica reads the data; the last
 // computes the loss. Rank 0 (replica 0's first stage) evaluates on the whole model after every
 // stage has sent it its weights, and each stage of replica 0 writes its shard of a checkpoint.
@@ -269,12 +270,41 @@ Status Run::AgreeOnFinite(bool* loss_finite, bool* grads_finite) {
   return Status::Ok();
 }
 
+void Run::ReleaseOtherStages() {
+  if (leader()) return;
+  torch::NoGradGuard no_grad;
+  int64_t kept = 0, all = 0;
+  for (auto& p : module_->named_parameters()) {
+    all += static_cast<int64_t>(p.value().nbytes());
+    if (StageOwns(stage(), p.key())) {
+      kept += static_cast<int64_t>(p.value().nbytes());
+    } else {
+      p.value().set_data(torch::empty({0}, p.value().options()));
+    }
+  }
+  Logger("train")->info("rank {}: stage {} keeps {:.2f} of the model's {:.2f} MB of weights",
+                        o_.world.rank, stage(), static_cast<double>(kept) / 1e6,
+                        static_cast<double>(all) / 1e6);
+}
+
+// Replica 0's stages send their weights and buffers to its first stage, rank 0, which holds the
+// whole model; the other replicas have nothing to do.
 Status Run::GatherModel() {
-  for (int s = 0; s < stages_; ++s) {
+  if (replica() != 0) return Status::Ok();
+  constexpr int kTagBase = 1 << 20;  // above the pipeline's own tags
+  for (int s = 1; s < stages_; ++s) {
+    if (stage() != 0 && stage() != s) continue;
     StageState state = StageOf(s);
     state.parameters.insert(state.parameters.end(), state.buffers.begin(), state.buffers.end());
-    REEL_RETURN_IF_ERROR(mesh_->pipeline->Broadcast(state.parameters, s,
-                                                    "stage " + std::to_string(s) + "'s weights"));
+    const std::string what = "stage " + std::to_string(s) + "'s weights for evaluation";
+    for (size_t i = 0; i < state.parameters.size(); ++i) {
+      torch::Tensor t = state.parameters[i].detach();
+      const int tag = kTagBase + static_cast<int>(i);
+      REEL_ASSIGN_OR_RETURN(auto pending, stage() == 0
+                                              ? mesh_->pipeline->StartRecv(t, s, tag, what)
+                                              : mesh_->pipeline->StartSend(t, 0, tag, what));
+      REEL_RETURN_IF_ERROR(mesh_->pipeline->Wait(pending));
+    }
   }
   return Status::Ok();
 }

@@ -275,6 +275,7 @@ Status Run::StartReplicas() {
   if (pipeline_) {
     buffers_.clear();
     if (c_.dist.broadcast_buffers && replicas() > 1) buffers_ = StageOf(stage()).buffers;
+    ReleaseOtherStages();
     return Status::Ok();
   }
   if (!c_.dist.broadcast_buffers) buffers_.clear();

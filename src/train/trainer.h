@@ -28,7 +28,8 @@
 // world/S replicas of an S-stage pipeline (parallel/mesh.h). Rank 0 times each unit of the model
 // (stem, residual blocks, head) on a micro-batch of the configured shape and cuts it into S
 // stages where the slowest is fastest (parallel/partition.h); every rank builds the whole model,
-// trains its stage's units with its own optimiser (parallel/pipeline.h, GPipe or 1F1B over
+// then (all but rank 0, which evaluates it) drops the other stages' weights, trains its stage's
+// units with its own optimiser (parallel/pipeline.h, GPipe or 1F1B over
 // parallel.micro_batches) and averages their gradients with the same stage of the other replicas.
 // The first stage of each replica reads its share of the data and sends the labels to the last;
 // gradient clipping and the fp16 loss scaler's skip decision span the stages. Rank 0 gathers
