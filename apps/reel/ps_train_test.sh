@@ -98,24 +98,26 @@ check "the metrics carry the traffic per step and the waits" \
 check "worker 0 wrote the final checkpoint and evaluated" bash -c \
   "test -f '$WORK/ps/checkpoints/step-00000000$STEPS/model.safetensors' && grep -q '\"top1\"' '$WORK/ps.out'"
 
-config ps_server_killed "{parameter_servers: 2}"
-train ps_server_killed 2 --max-restarts 2 &
-job=$!
-check "a server killed with SIGKILL mid-run" kill_mid_run ps_server_killed 3 0 1
-wait "$job"
-check "does not end the job" test $? -eq 0 || show_err ps_server_killed
+# killed_run NAME SERVERS WHAT RANK HOLD...: 2 workers and SERVERS servers, rank RANK killed
+# mid-run (kill_mid_run); the job must still end well.
+killed_run() {
+  local name=$1 servers=$2 what=$3 rank=$4; shift 4
+  config "$name" "{parameter_servers: $servers}"
+  train "$name" 2 --max-restarts 2 &
+  local job=$!
+  check "$what killed with SIGKILL mid-run" kill_mid_run "$name" "$rank" "$@"
+  wait "$job"
+  check "does not end the job" test $? -eq 0 || show_err "$name"
+}
+
+killed_run ps_server_killed 2 "a server" 3 0 1
 check "the launcher started it again alone" grep -q "starting rank 3 again alone" "$WORK/ps_server_killed.err"
 check "it restored its snapshot" grep -q "parameter server 1 of 2 .* version [1-9]" "$WORK/ps_server_killed.err"
 check "and the job ended with the uninterrupted losses" same_losses ps ps_server_killed
 
 config ps1 "{parameter_servers: 1}"
 check "2 workers with 1 server train" train ps1 2
-config ps1_worker_killed "{parameter_servers: 1}"
-train ps1_worker_killed 2 --max-restarts 1 &
-job=$!
-check "a worker killed with SIGKILL mid-run" kill_mid_run ps1_worker_killed 1 0 2
-wait "$job"
-check "is replaced" test $? -eq 0 || show_err ps1_worker_killed
+killed_run ps1_worker_killed 1 "a worker" 1 0 2
 check "its replacement continued where the servers had it" grep -q "worker 1 continues at step [1-9]" "$WORK/ps1_worker_killed.err"
 check "and the job ended with the uninterrupted losses" same_losses ps1 ps1_worker_killed
 

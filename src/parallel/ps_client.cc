@@ -121,14 +121,18 @@ std::string Query(const char* path, int worker, int64_t step) {
 
 }  // namespace
 
+Result<http::Response> PsClient::Call(size_t k, std::string_view method, const std::string& target,
+                                      std::string_view body) {
+  Shard& s = *shards_[k];
+  return CallShard(k, s.client, s.address, lookup_, options_.timeout, &stats_.retries, method,
+                   target, body);
+}
+
 Result<int64_t> PsClient::ResumeStep() {
   int64_t step = -1;
   for (size_t k = 0; k < shards_.size(); ++k) {
-    Shard& s = *shards_[k];
-    REEL_ASSIGN_OR_RETURN(
-        http::Response r,
-        CallShard(k, s.client, s.address, lookup_, options_.timeout, &stats_.retries, "GET",
-                  Query("/ps/v1/state", options_.worker, -1), {}));
+    REEL_ASSIGN_OR_RETURN(http::Response r,
+                          Call(k, "GET", Query("/ps/v1/state", options_.worker, -1), {}));
     if (r.status != 200) return StatusFromResponse(r, "parameter server state");
     try {
       const int64_t pushed = nlohmann::json::parse(r.body).at("pushed").get<int64_t>();
@@ -142,12 +146,9 @@ Result<int64_t> PsClient::ResumeStep() {
 }
 
 Status PsClient::PushShard(size_t k, int64_t step, bool finite, const std::string& body) {
-  Shard& s = *shards_[k];
   const std::string target =
       Query("/ps/v1/push", options_.worker, step) + "&finite=" + (finite ? "1" : "0");
-  REEL_ASSIGN_OR_RETURN(http::Response r,
-                        CallShard(k, s.client, s.address, lookup_, options_.timeout,
-                                  &stats_.retries, "POST", target, body));
+  REEL_ASSIGN_OR_RETURN(http::Response r, Call(k, "POST", target, body));
   if (r.status != 200) return StatusFromResponse(r, "parameter server push");
   stats_.bytes_sent += body.size();
   return Status::Ok();
@@ -158,10 +159,8 @@ Status PsClient::Pull(int64_t step) {
   for (size_t k = 0; k < shards_.size(); ++k) {
     Shard& s = *shards_[k];
     while (true) {
-      REEL_ASSIGN_OR_RETURN(
-          http::Response r,
-          CallShard(k, s.client, s.address, lookup_, options_.timeout, &stats_.retries, "GET",
-                    Query("/ps/v1/pull", options_.worker, step), {}));
+      REEL_ASSIGN_OR_RETURN(http::Response r,
+                            Call(k, "GET", Query("/ps/v1/pull", options_.worker, step), {}));
       const std::string resend = r.Header("X-Reel-Resend");
       if (r.status == 409 && !resend.empty()) {
         if (ParseInt64(resend) != s.kept_step) {
@@ -215,11 +214,8 @@ Status PsClient::Push(int64_t step, bool finite) {
 
 Status PsClient::Done() {
   for (size_t k = 0; k < shards_.size(); ++k) {
-    Shard& s = *shards_[k];
-    REEL_ASSIGN_OR_RETURN(
-        http::Response r,
-        CallShard(k, s.client, s.address, lookup_, options_.timeout, &stats_.retries, "POST",
-                  Query("/ps/v1/done", options_.worker, -1), {}));
+    REEL_ASSIGN_OR_RETURN(http::Response r,
+                          Call(k, "POST", Query("/ps/v1/done", options_.worker, -1), {}));
     if (r.status != 200) return StatusFromResponse(r, "parameter server done");
   }
   return Status::Ok();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "http/message.h"
 #include "parallel/world.h"
 
 namespace c10d {
@@ -74,6 +75,9 @@ class PsClient {
   struct Shard;
   PsClient(PsClientOptions options, PsAddressLookup lookup);
   Status PushShard(size_t k, int64_t step, bool finite, const std::string& body);
+  // One call to shard k, asked again while it is unreachable or busy, until options_.timeout.
+  Result<http::Response> Call(size_t k, std::string_view method, const std::string& target,
+                              std::string_view body = {});
 
   PsClientOptions options_;
   PsAddressLookup lookup_;
