@@ -111,6 +111,7 @@ Row Measure(const Args& a, const StagePlan& plan, PipelineOptions options, const
   std::vector<double> idle(a.stages, 0);  // per stage, summed over steps
   testing::RunRanks(a.stages, CommOptions{}, [&](int rank, Comm* comm) {
     if (comm == nullptr) std::abort();
+    at::set_num_threads(1);  // OpenMP's thread count is per thread: each rank sets its own
     VideoResNet& model = replicas[rank];
     auto stage = PipelineStage::Make(
         comm, options,
@@ -166,6 +167,7 @@ double DataParallelRate(const Args& a, const at::Tensor& x, const at::Tensor& y,
   double seconds = 0;
   testing::RunRanks(ranks, CommOptions{}, [&](int rank, Comm* comm) {
     if (comm == nullptr) std::abort();
+    at::set_num_threads(1);  // OpenMP's thread count is per thread: each rank sets its own
     VideoResNet& model = replicas[rank];
     std::vector<Reducer::NamedParameter> named;
     for (auto& p : model->named_parameters()) named.emplace_back(p.key(), p.value());
@@ -189,6 +191,7 @@ double MeasuredBandwidth() {
   double bandwidth = 0;
   testing::RunRanks(2, CommOptions{}, [&](int rank, Comm* comm) {
     if (comm == nullptr) std::abort();
+    at::set_num_threads(1);  // OpenMP's thread count is per thread: each rank sets its own
     Result<double> measured = comm->MeasureAllReduceBandwidth();
     if (!measured.ok()) Die(measured.status());
     if (rank == 0) bandwidth = *measured;
@@ -292,6 +295,7 @@ double MeshRate(const Args& a, const at::Tensor& x, const at::Tensor& y, int rep
   double seconds = 0;
   testing::RunRanks(ranks, CommOptions{}, [&](int rank, Comm* world) {
     if (world == nullptr) std::abort();
+    at::set_num_threads(1);
     Result<Mesh> mesh = MakeMesh(*world, stages);
     if (!mesh.ok()) Die(mesh.status());
     VideoResNet& model = models[rank];
@@ -406,8 +410,10 @@ int Scaling(const Args& a) {
 int Run(const Args& a) {
   at::set_num_threads(1);
   const char* wait = std::getenv("OMP_WAIT_POLICY");
-  std::printf("machine: %s, %u cores; %d stage threads x 1 LibTorch thread, OMP_WAIT_POLICY=%s\n",
-              CpuModel().c_str(), std::thread::hardware_concurrency(), a.stages,
+  const std::string ranks =
+      a.scaling ? std::string("ranks as threads") : std::to_string(a.stages) + " stage threads";
+  std::printf("machine: %s, %u cores; %s x 1 LibTorch thread, OMP_WAIT_POLICY=%s\n",
+              CpuModel().c_str(), std::thread::hardware_concurrency(), ranks.c_str(),
               wait != nullptr ? wait : "(unset)");
   std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
               a.batch, a.frames, a.size, a.size);
