@@ -50,10 +50,7 @@ Result<std::string> LocalScheduler(const std::string& state) {
   std::error_code error;
   std::filesystem::create_directories(state, error);
   std::filesystem::remove(url_file, error);
-  char self[4096] = {0};
-  if (readlink("/proc/self/exe", self, sizeof self - 1) <= 0) {
-    return InternalError("cannot find this program to start the scheduler");
-  }
+  REEL_ASSIGN_OR_RETURN(std::string self, ThisProgram());
   const std::string log = state + "/scheduler.log";
   FILE* out = std::fopen(log.c_str(), "a");
   if (out == nullptr) return UnavailableError("cannot write " + log);

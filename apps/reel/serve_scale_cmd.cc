@@ -15,6 +15,7 @@
 #include "apps/reel/stop_signals.h"
 #include "base/files.h"
 #include "base/strings.h"
+#include "base/subprocess.h"
 #include "http/server.h"
 #include "serve/front.h"
 #include "serve/k8s.h"
@@ -51,10 +52,8 @@ std::vector<std::string> PodArgs(const ServeFlags& f) {
 
 // This command again, as a replica: the same models and flags on a loopback port of its own.
 Result<std::vector<std::string>> ReplicaArgv(const ServeFlags& f, int threads) {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return ErrnoToStatus(errno, "readlink /proc/self/exe");
-  std::vector<std::string> argv = {std::string(self, static_cast<size_t>(n)), "serve"};
+  REEL_ASSIGN_OR_RETURN(std::string self, ThisProgram());
+  std::vector<std::string> argv = {self, "serve"};
   for (std::string& a : PodArgs(f)) argv.push_back(std::move(a));
   argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", "0"});
   if (f.threads == 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});

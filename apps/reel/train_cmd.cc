@@ -20,6 +20,7 @@
 #include "apps/reel/commands.h"
 #include "base/files.h"
 #include "base/stop_request.h"
+#include "base/subprocess.h"
 #include "parallel/launcher.h"
 #include "parallel/world.h"
 #include "train/trainer.h"
@@ -103,11 +104,8 @@ void PrintReport(const train::EvalReport& r, bool json) {
 
 // Runs this command again as N workers under the elastic launcher.
 int RunLauncherCommand(const TrainFlags& flags) {
-  char self[PATH_MAX] = {0};
-  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) {
-    std::fprintf(stderr, "reel train: cannot find this program's path to start workers\n");
-    return 1;
-  }
+  Result<std::string> self = ThisProgram();
+  if (!self.ok()) return Fail("reel train", self.status());
   parallel::LaunchOptions o;
   o.nproc = flags.nproc;
   o.nnodes = flags.nnodes;
@@ -122,7 +120,7 @@ int RunLauncherCommand(const TrainFlags& flags) {
     o.nproc += config->parallel.parameter_servers;
     o.restart_alone = true;
   }
-  o.worker_argv = {self, "train", "--config", flags.config};
+  o.worker_argv = {*self, "train", "--config", flags.config};
   for (const auto& s : flags.overrides) o.worker_argv.insert(o.worker_argv.end(), {"--set", s});
   if (!flags.iface.empty())
     o.worker_argv.insert(o.worker_argv.end(), {"--set", "dist.iface=" + flags.iface});

@@ -156,4 +156,17 @@ std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& over
   return env;
 }
 
+Result<std::string> ThisProgram() {
+  char self[4096] = {0};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return InternalError("cannot find this program's path (readlink /proc/self/exe)");
+  return std::string(self, static_cast<size_t>(n));
+}
+
+std::string MachineName() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
 }  // namespace reel

@@ -66,4 +66,11 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
 // This process's environment as "NAME=value" strings, with `overrides` replacing or adding.
 std::vector<std::string> CurrentEnvironment(const std::vector<std::string>& overrides = {});
 
+// This program's path (/proc/self/exe resolved), to start more of itself. Internal when it
+// cannot be read.
+Result<std::string> ThisProgram();
+
+// This machine's name (gethostname), or "localhost" when it has none.
+std::string MachineName();
+
 }  // namespace reel

@@ -12,6 +12,13 @@
 namespace reel {
 namespace {
 
+TEST(SubprocessTest, ThisProgramIsTheRunningBinaryAndTheMachineHasAName) {
+  ASSERT_OK_AND_ASSIGN(std::string self, ThisProgram());
+  EXPECT_EQ(self.front(), '/');
+  EXPECT_NE(self.find("base_test"), std::string::npos) << self;
+  EXPECT_FALSE(MachineName().empty());
+}
+
 TEST(SubprocessTest, RunCommandCapturesOutputAndExitCode) {
   ASSERT_OK_AND_ASSIGN(CommandOutput out, RunCommand({"sh", "-c", "echo out; echo err >&2; exit 3"},
                                                      CurrentEnvironment()));

@@ -7,6 +7,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "base/subprocess.h"
 #include "sched/run_store.h"
 
 namespace reel::sched {
@@ -21,12 +22,6 @@ Status CheckFence(db::Database& db, const Fence& fence) {
                                    ") no longer leads: another took the lease");
   }
   return Status::Ok();
-}
-
-std::string MachineName() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
 }
 
 Lease::Lease(db::Database* db, LeaseOptions options) : db_(db), options_(std::move(options)) {

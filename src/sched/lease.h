@@ -96,7 +96,4 @@ class Lease {
   Clock::TimePoint observed_at_{};  // ... and when, on this daemon's clock
 };
 
-// This machine's name (gethostname), the default identity.
-std::string MachineName();
-
 }  // namespace reel::sched

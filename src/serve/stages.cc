@@ -2,7 +2,6 @@
 // stage server. LibTorch's exceptions stop here or in Guarded.
 #include "serve/stages.h"
 
-#include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,12 +184,6 @@ class StagedModel : public Model {
   mutable std::vector<http::Client> idle_;  // connections to the stage, one per forward at once
 };
 
-std::string SelfPath() {
-  char self[PATH_MAX] = {0};
-  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return "/proc/self/exe";
-  return self;
-}
-
 struct StartedStage {
   std::string address;
   pid_t pid = -1;
@@ -205,7 +198,10 @@ Result<StartedStage> StartStageProcess(const std::string& source, const LoadOpti
        ("reel-stage-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".address"))
           .string();
   std::vector<std::string> argv = options.stage_command;
-  if (argv.empty()) argv = {SelfPath(), "serve-stage"};
+  if (argv.empty()) {
+    REEL_ASSIGN_OR_RETURN(std::string self, ThisProgram());
+    argv = {self, "serve-stage"};
+  }
   argv.insert(argv.end(), {source, "--from-unit", std::to_string(cut), "--address-file", file,
                            "--precision", PrecisionName(options.precision)});
   if (!options.registry.empty()) argv.insert(argv.end(), {"--registry", options.registry});
