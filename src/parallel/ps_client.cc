@@ -49,9 +49,8 @@ Result<std::unique_ptr<PsClient>> PsClient::Make(PsClientOptions options,
   for (auto& s : shards) {
     for (const auto* list : {&s.parameters, &s.buffers}) {
       for (const auto& t : *list) {
-        if (!t.defined() || !t.device().is_cpu() || !t.is_contiguous()) {
-          return InvalidArgumentError(
-              "parameter-server client: tensors must be contiguous CPU tensors");
+        if (!t.defined() || !t.is_contiguous()) {
+          return InvalidArgumentError("parameter-server client: tensors must be contiguous");
         }
       }
     }

@@ -9,6 +9,7 @@
 //
 // Errors: Unavailable naming the shard and its address when it stays unreachable past the
 // timeout; the server's error otherwise (a body of the wrong size, a step it cannot take).
+// The worker's tensors may live on an accelerator: they go through host memory on the wire.
 // Thread-safety: one PsClient per worker, used from the training thread.
 #pragma once
 

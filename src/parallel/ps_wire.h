@@ -17,8 +17,10 @@ inline uint64_t Bytes(const std::vector<at::Tensor>& tensors) {
   return n;
 }
 
+// A tensor on an accelerator (a worker's) goes through host memory.
 inline void Append(std::string* out, const at::Tensor& t) {
-  out->append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  const at::Tensor host = t.device().is_cpu() ? t : t.to(at::kCPU);
+  out->append(static_cast<const char*>(host.data_ptr()), host.nbytes());
 }
 
 // `like`'s size in zeros (a parameter that got no gradient).
@@ -26,7 +28,11 @@ inline void AppendZeros(std::string* out, const at::Tensor& like) { out->append(
 
 // Copies the next t.nbytes() bytes of `in` into `t`; returns the position after them.
 inline const char* CopyInto(const char* in, at::Tensor& t) {
-  std::memcpy(t.data_ptr(), in, t.nbytes());
+  if (t.device().is_cpu()) {
+    std::memcpy(t.data_ptr(), in, t.nbytes());
+  } else {  // from_blob only reads here: the const_cast satisfies its signature
+    t.copy_(at::from_blob(const_cast<char*>(in), t.sizes(), t.options().device(at::kCPU)));
+  }
   return in + t.nbytes();
 }
 

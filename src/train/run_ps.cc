@@ -1,12 +1,11 @@
 // Parameter-server training (Run's ps_ members; see run.h): the servers' side (ServeShard) and
 // the worker's start (ResumeFromServers). The step itself is TrainStep's, with a pull before and a
 // push instead of the optimiser step.
-#include <unistd.h>
-
 #include <filesystem>
 
 #include "base/files.h"
 #include "base/logging.h"
+#include "base/subprocess.h"
 #include "models/state_dict.h"
 #include "parallel/ps_plan.h"
 #include "parallel/ps_server.h"
@@ -24,9 +23,6 @@ Status Run::CheckPsLayout() const {
         std::to_string(o_.world.world_size) +
         " processes: the servers need workers besides them (reel train --nproc N starts N "
         "workers and the servers)");
-  }
-  if (!device_.is_cpu()) {
-    return InvalidArgumentError("parameter servers train on CPU for now (set device: cpu)");
   }
   return Status::Ok();
 }
@@ -113,18 +109,13 @@ double ShardMegabytes(const parallel::PsShardTensors& t) {
   return bytes / 1e6;
 }
 
-std::string HostName() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
-
 }  // namespace
 
 // A server rank: restores its shard's snapshot when resuming (a restart after kill -9 is one),
 // serves it until every worker is done, and says how far the job got.
 Result<TrainResult> Run::ServeShard(Clock::time_point start) {
   const int shard_index = o_.world.rank - ps_workers();
+  module_->to(torch::kCPU);  // a server's shard lives in host memory, where it is served from
   REEL_ASSIGN_OR_RETURN(std::vector<PsShard> shards, PsShards());
   PsShard& shard = shards[static_cast<size_t>(shard_index)];
   optimizer_ = MakeOptimizer(shard.tensors.parameters, c_.optimizer);
@@ -158,7 +149,7 @@ Result<TrainResult> Run::ServeShard(Clock::time_point start) {
                                                                       shard.tensors.buffers, state,
                                                                       update, snapshot));
   std::string address = server->address();
-  if (so.host == "0.0.0.0") address = HostName() + address.substr(address.rfind(':'));
+  if (so.host == "0.0.0.0") address = MachineName() + address.substr(address.rfind(':'));
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(c_.dist.connect_timeout_s * 1000));
   REEL_ASSIGN_OR_RETURN(auto store, parallel::ConnectPsStore(o_.world, timeout));

@@ -71,7 +71,8 @@
 //     parameter_servers: 0        # K > 0: K server processes hold the model's state (split by
 //                                 # size) and run the optimiser; `--nproc N` workers pull before
 //                                 # and push gradients after each step (parallel/ps_server.h);
-//                                 # no pipeline stages then, CPU only
+//                                 # no pipeline stages then; servers hold their shard in host
+//                                 # memory, workers train on any device
 //     sync: bsp                   # bsp: every step waits for all workers (the update equals data
 //                                 # parallel's); ssp: gradients apply as they arrive
 //     staleness: 0                # ssp: how many steps a worker may run ahead of the slowest
