@@ -14,7 +14,9 @@ FROM ${DEBIAN} AS build
 COPY scripts/setup.sh scripts/install-packages.sh /src/scripts/
 RUN bash /src/scripts/setup.sh && rm -rf /var/lib/apt/lists/*
 COPY . /src
-RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREEL_BUILD_TESTS=OFF \
+# Again with the sources there: ui/'s npm packages, which the binary's web console embeds.
+RUN bash /src/scripts/setup.sh \
+ && cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DREEL_BUILD_TESTS=OFF \
  && cmake --build /build --target reel \
  && install -D -s /build/apps/reel/reel /opt/reel/bin/reel \
  && bash /src/scripts/runtime-packages.sh /opt/reel/bin/reel > /opt/reel/runtime-packages.txt

@@ -25,6 +25,9 @@ RUN_PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   # tensors, and Gloo headers for c10d's process groups
   libtorch-dev libopenblas0-pthread libgloo-dev
+  # reel ui: the page's chart and graph-layout libraries come from npm (ui/package-lock.json)
+  # and are built into the binary
+  nodejs
 )
 
 TEST_PACKAGES=(
@@ -49,6 +52,8 @@ TEST_PACKAGES=(
   nodejs
   # the Dockerfile's image built and run (podman with runc; the base image by debootstrap)
   podman runc debootstrap
+  # reel ui's pages in a real browser (playwright-core drives Debian's Chromium)
+  chromium
 )
 
 packages=("${RUN_PACKAGES[@]}")
@@ -60,7 +65,7 @@ case "${1:-}" in
 esac
 # Debian's npm, unless the node installed brings its own (NodeSource's nodejs does, and conflicts
 # with Debian's npm package).
-if ((tests)) && ! command -v npm > /dev/null; then
+if ! command -v npm > /dev/null; then
   packages+=(npm)
 fi
 # kubectl for `reel jobs submit --executor k8s` against recorded API responses: Debian's, unless
@@ -71,16 +76,23 @@ fi
 
 bash "$(dirname "$0")/install-packages.sh" "${packages[@]}"
 
-# tools/k8s-validate's packages, exactly as its package-lock.json pins them; installed again only
-# when the lock file has changed since (a stamp in node_modules holds its hash).
-if ((tests)); then
-  k8s_validate="$(cd "$(dirname "$0")/.." && pwd)/tools/k8s-validate"
-  lock_hash=$(sha256sum < "$k8s_validate/package-lock.json")
-  stamp="$k8s_validate/node_modules/.reel-lock-sha256"
+# A folder's npm packages, exactly as its package-lock.json pins them; installed again only when
+# the lock file has changed since (a stamp in node_modules holds its hash).
+npm_ci() {
+  local dir=$1
+  local lock_hash stamp
+  [[ -f "$dir/package-lock.json" ]] || return 0  # a copy of scripts/ alone (the Dockerfile's first step)
+  lock_hash=$(sha256sum < "$dir/package-lock.json")
+  stamp="$dir/node_modules/.reel-lock-sha256"
   if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
-    echo "installing tools/k8s-validate's npm packages (npm ci)"
-    (cd "$k8s_validate" && npm ci --no-audit --no-fund --loglevel=error > /dev/null)
+    echo "installing ${dir#"$root/"}'s npm packages (npm ci)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error > /dev/null)
     echo "$lock_hash" > "$stamp"
   fi
+}
+root="$(cd "$(dirname "$0")/.." && pwd)"
+npm_ci "$root/ui"  # uPlot and dagre, built into `reel ui`; playwright-core for its browser test
+if ((tests)); then
+  npm_ci "$root/tools/k8s-validate"
 fi
 echo "setup: all dependencies present"

@@ -42,7 +42,8 @@ if [[ "$which" != thread ]]; then
 fi
 [[ "$which" == address ]] && exit 0
 
-TSAN_TESTS=(base_test storage_unit_test loader_test parallel_torch_test http_test registry_test serve_test sched_test)
+TSAN_TESTS=(base_test storage_unit_test loader_test parallel_torch_test http_test registry_test serve_test sched_test
+            console_test)
 configure build-tsan thread
 ninja -C build-tsan "${TSAN_TESTS[@]}"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \

@@ -57,7 +57,7 @@ check "a missing trace exits 2" bash -c "[ $? -eq 2 ] && grep -q 'cannot read tr
 
 # --help lists exactly the commands that exist (README and docs promise no others).
 listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
-check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched" \
-  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched "
+check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched ui" \
+  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched ui "
 
 finish

@@ -27,6 +27,7 @@ void RegisterFeatures(CLI::App& app, int* exit_code);  // reel features (embeddi
 void RegisterPipeline(CLI::App& app, int* exit_code);  // reel pipeline run|retry|ls|status|logs
 void RegisterJobs(CLI::App& app, int* exit_code);  // reel scheduler serve, reel jobs, reel nodes
 void RegisterSimulate(CLI::App& app, int* exit_code);  // reel sched simulate
+void RegisterUi(CLI::App& app, int* exit_code);        // reel ui (the web console)
 
 // For `reel serve` and `reel predict`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts
 // this process again (OpenMP reads it only when loaded). Call first in main; returns for every

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   reel::cli::RegisterPipeline(app, &exit_code);
   reel::cli::RegisterJobs(app, &exit_code);
   reel::cli::RegisterSimulate(app, &exit_code);
+  reel::cli::RegisterUi(app, &exit_code);
 
   app.parse_complete_callback([&] {
     reel::Status status =

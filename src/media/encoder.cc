@@ -78,6 +78,8 @@ Status CheckOptions(const EncoderOptions& o) {
   if (o.gop < 0) return bad("gop must be >= 0");
   if (o.crf < 0 || o.crf > 51) return bad("crf " + std::to_string(o.crf) + " outside 0..51");
   if (o.threads < 0) return bad("threads must be >= 0");
+  if (o.codec == "apng") return Status::Ok();  // x264's settings do not apply
+  if (o.codec != "libx264") return bad("unknown codec '" + o.codec + "' (libx264 or apng)");
   static const char* const kPresets[] = {"ultrafast", "superfast", "veryfast", "faster",
                                          "fast",      "medium",    "slow",     "slower",
                                          "veryslow",  "placebo"};
@@ -88,16 +90,21 @@ Status CheckOptions(const EncoderOptions& o) {
   return Status::Ok();
 }
 
-class X264Encoder : public VideoEncoder {
+class LavcEncoder : public VideoEncoder {
  public:
-  explicit X264Encoder(const EncoderOptions& options) : options_(options) {}
+  explicit LavcEncoder(const EncoderOptions& options) : options_(options) {}
   Status Init();
   Status Add(const Frame& frame) override;
   Result<std::string> Finish() override;
 
  private:
   Status WritePackets();
-  std::string Where() const { return "encoding " + options_.container + " (libx264)"; }
+  std::string Where() const {
+    return "encoding " + options_.container + " (" + options_.codec + ")";
+  }
+  bool png() const { return options_.codec == "apng"; }
+  Status SetUpCodec(AVCodecContext* c);
+  Status SendRgb(const Frame& frame);
 
   EncoderOptions options_;
   int enc_width_ = 0, enc_height_ = 0;
@@ -115,39 +122,15 @@ class X264Encoder : public VideoEncoder {
   bool finished_ = false;
 };
 
-Status X264Encoder::Init() {
-  internal::EnsureFfmpegLogging();
-  internal::TakeLastFfmpegLogLine();
-  // x264 needs even sizes for 4:2:0; odd ones are padded by repeating the last column/row.
-  enc_width_ = (options_.width + 1) & ~1;
-  enc_height_ = (options_.height + 1) & ~1;
-
-  const AVCodec* codec = avcodec_find_encoder_by_name("libx264");
-  if (codec == nullptr) return UnavailableError("this FFmpeg build has no libx264 encoder");
-
-  AVFormatContext* oc = nullptr;
-  int ret = avformat_alloc_output_context2(&oc, nullptr, options_.container.c_str(), nullptr);
-  if (ret < 0 || oc == nullptr) {
-    internal::TakeLastFfmpegLogLine();
-    return InvalidArgumentError("EncoderOptions: unknown container '" + options_.container + "'");
-  }
-  format_.reset(oc);
-  // 1: supported, 0: not, negative: the muxer cannot tell (writing the header will).
-  if (avformat_query_codec(oc->oformat, AV_CODEC_ID_H264, FF_COMPLIANCE_NORMAL) == 0) {
-    return InvalidArgumentError("EncoderOptions: container '" + options_.container +
-                                "' cannot hold H.264");
-  }
-
-  codec_.reset(avcodec_alloc_context3(codec));
-  if (!codec_) return internal::OutOfMemory(Where());
-  AVCodecContext* c = codec_.get();
+Status LavcEncoder::SetUpCodec(AVCodecContext* c) {
   c->width = enc_width_;
   c->height = enc_height_;
-  c->pix_fmt = AV_PIX_FMT_YUV420P;
+  c->pix_fmt = png() ? AV_PIX_FMT_RGB24 : AV_PIX_FMT_YUV420P;
   c->time_base = AVRational{options_.fps_den, options_.fps_num};
   c->framerate = AVRational{options_.fps_num, options_.fps_den};
   c->sample_aspect_ratio = AVRational{1, 1};
   c->thread_count = options_.threads;
+  if (png()) return Status::Ok();
   // swscale's default RGB -> YUV conversion: BT.601, limited range. Say so in the stream.
   c->colorspace = AVCOL_SPC_SMPTE170M;
   c->color_range = AVCOL_RANGE_MPEG;
@@ -164,10 +147,41 @@ Status X264Encoder::Init() {
     x264_params += std::string(x264_params.empty() ? "" : ":") + "asm=avx2";
   }
   if (!x264_params.empty()) av_opt_set(c->priv_data, "x264-params", x264_params.c_str(), 0);
-  if (oc->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   av_opt_set(c->priv_data, "preset", options_.preset.c_str(), 0);
   av_opt_set_double(c->priv_data, "crf", options_.crf, 0);
-  ret = avcodec_open2(c, codec, nullptr);
+  return Status::Ok();
+}
+
+Status LavcEncoder::Init() {
+  internal::EnsureFfmpegLogging();
+  internal::TakeLastFfmpegLogLine();
+  // x264 needs even sizes for 4:2:0; odd ones are padded by repeating the last column/row.
+  enc_width_ = png() ? options_.width : (options_.width + 1) & ~1;
+  enc_height_ = png() ? options_.height : (options_.height + 1) & ~1;
+
+  const AVCodec* codec = avcodec_find_encoder_by_name(options_.codec.c_str());
+  if (codec == nullptr)
+    return UnavailableError("this FFmpeg build has no " + options_.codec + " encoder");
+
+  AVFormatContext* oc = nullptr;
+  if (avformat_alloc_output_context2(&oc, nullptr, options_.container.c_str(), nullptr) < 0 ||
+      oc == nullptr) {
+    internal::TakeLastFfmpegLogLine();
+    return InvalidArgumentError("EncoderOptions: unknown container '" + options_.container + "'");
+  }
+  format_.reset(oc);
+  // 1: supported, 0: not, negative: the muxer cannot tell (writing the header will).
+  if (avformat_query_codec(oc->oformat, codec->id, FF_COMPLIANCE_NORMAL) == 0) {
+    return InvalidArgumentError("EncoderOptions: container '" + options_.container +
+                                "' cannot hold " + options_.codec);
+  }
+
+  codec_.reset(avcodec_alloc_context3(codec));
+  if (!codec_) return internal::OutOfMemory(Where());
+  AVCodecContext* c = codec_.get();
+  REEL_RETURN_IF_ERROR(SetUpCodec(c));
+  if (oc->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  int ret = avcodec_open2(c, codec, nullptr);
   if (ret < 0) return AvErrorToStatus(ret, Where() + ": opening the encoder");
 
   stream_ = avformat_new_stream(oc, nullptr);
@@ -204,7 +218,7 @@ Status X264Encoder::Init() {
   return Status::Ok();
 }
 
-Status X264Encoder::Add(const Frame& frame) {
+Status LavcEncoder::Add(const Frame& frame) {
   if (finished_) return FailedPreconditionError("VideoEncoder::Add after Finish");
   if (frame.format != PixelFormat::kRgb24) {
     return InvalidArgumentError("VideoEncoder::Add: frames must be RGB24");
@@ -215,6 +229,7 @@ Status X264Encoder::Add(const Frame& frame) {
                                 std::to_string(options_.width) + "x" +
                                 std::to_string(options_.height));
   }
+  if (png()) return SendRgb(frame);
   REEL_ASSIGN_OR_RETURN(AVFramePtr rgb, internal::ToAVFrame(frame));
 
   // The encoder may still hold a reference to the previous picture.
@@ -251,7 +266,16 @@ Status X264Encoder::Add(const Frame& frame) {
   return WritePackets();
 }
 
-Status X264Encoder::WritePackets() {
+// A PNG frame is the RGB picture itself: no conversion.
+Status LavcEncoder::SendRgb(const Frame& frame) {
+  REEL_ASSIGN_OR_RETURN(AVFramePtr rgb, internal::ToAVFrame(frame));
+  rgb->pts = next_pts_++;
+  const int ret = avcodec_send_frame(codec_.get(), rgb.get());
+  if (ret < 0) return AvErrorToStatus(ret, Where() + ": frame " + std::to_string(next_pts_ - 1));
+  return WritePackets();
+}
+
+Status LavcEncoder::WritePackets() {
   while (true) {
     int ret = avcodec_receive_packet(codec_.get(), packet_.get());
     if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return Status::Ok();
@@ -263,7 +287,7 @@ Status X264Encoder::WritePackets() {
   }
 }
 
-Result<std::string> X264Encoder::Finish() {
+Result<std::string> LavcEncoder::Finish() {
   if (finished_) return FailedPreconditionError("VideoEncoder::Finish called twice");
   finished_ = true;
   int ret = avcodec_send_frame(codec_.get(), nullptr);
@@ -279,7 +303,7 @@ Result<std::string> X264Encoder::Finish() {
 
 Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Create(const EncoderOptions& options) {
   REEL_RETURN_IF_ERROR(CheckOptions(options));
-  auto encoder = std::make_unique<X264Encoder>(options);
+  auto encoder = std::make_unique<LavcEncoder>(options);
   REEL_RETURN_IF_ERROR(encoder->Init());
   return std::unique_ptr<VideoEncoder>(std::move(encoder));
 }

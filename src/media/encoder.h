@@ -1,5 +1,6 @@
 // H.264 encoding (libx264 through libavcodec) of RGB24 frames into a complete MP4 file in memory,
-// used by ingest (re-encoding clips with a keyframe at every clip start) and datagen.
+// used by ingest (re-encoding clips with a keyframe at every clip start) and datagen; and
+// animated PNG (`codec = "apng"`), used by reel ui for clip previews.
 //
 // The file is written through a custom AVIOContext (write + seek into a growing buffer), so the
 // muxer finishes it normally: for MP4 the moov atom follows the frames (no faststart). Frames are
@@ -35,6 +36,10 @@ struct EncoderOptions {
   std::string preset = "veryfast";
   int threads = 1;                // encoder threads; 1 keeps parallelism at the caller's level
   std::string container = "mp4";  // muxer name: "mp4", "matroska", "avi", ...
+  // "libx264" (H.264, the above) or "apng": an animated PNG of the RGB24 frames as they are
+  // (lossless; gop, crf and preset do not apply; container "apng"), which browsers show as an
+  // image (reel ui's clip previews).
+  std::string codec = "libx264";
 };
 
 class VideoEncoder {

@@ -88,6 +88,28 @@ TEST(EncoderTest, DecodesBackCloseToTheInput) {
   EXPECT_GT(Compare((*frames)[2], GradientFrame(96, 72, 33)).psnr, kMinPsnr);
 }
 
+TEST(EncoderTest, AnimatedPngIsLosslessAtAnyFrameSize) {
+  EncoderOptions options;
+  options.width = 33;  // odd sizes need no padding in RGB
+  options.height = 21;
+  options.codec = "apng";
+  options.container = "apng";
+  options.fps_num = 8;
+  auto bytes = Encode(options, 5);
+  ASSERT_OK(bytes);
+  EXPECT_EQ(bytes->substr(1, 3), "PNG");
+  auto decoder = VideoDecoder::Open(Input::Memory(*bytes, "preview.png"));
+  ASSERT_OK(decoder);
+  EXPECT_EQ((*decoder)->info().codec, "apng");
+  int n = 0;
+  ASSERT_OK((*decoder)->ForEachFrame([&](Frame&& f) {
+    const Frame want = GradientFrame(33, 21, n++);
+    EXPECT_EQ(f.data, want.data) << "frame " << n - 1;
+    return Status::Ok();
+  }));
+  EXPECT_EQ(n, 5);
+}
+
 TEST(EncoderTest, FfprobeAcceptsTheFile) {
   if (!testing::HaveFfmpegCli()) GTEST_SKIP() << "no ffmpeg command line";
   auto bytes = Encode(Small(), 64);
@@ -209,6 +231,12 @@ TEST(EncoderErrorsTest, BadOptionsAreInvalidArgument) {
   o = Small();
   o.container = "wav";  // cannot hold video
   EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
+}
+
+TEST(EncoderErrorsTest, AnUnknownCodecIsInvalidArgument) {
+  EncoderOptions options = Small();
+  options.codec = "vp9";
+  EXPECT_STATUS(VideoEncoder::Create(options).status(), StatusCode::kInvalidArgument);
 }
 
 TEST(EncoderErrorsTest, MisuseIsReported) {

@@ -3,11 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -31,6 +33,11 @@ using http::Response;
 
 constexpr const char* kJsonLengthHeader = "Inference-Header-Content-Length";
 
+// The request-duration histogram's upper bounds (µs), from 1 ms to 10 s.
+constexpr int64_t kLatencyBoundsUs[] = {1000,   2000,   5000,    10000,   20000,   50000,   100000,
+                                        200000, 500000, 1000000, 2000000, 5000000, 10000000};
+constexpr size_t kLatencyBuckets = std::size(kLatencyBoundsUs) + 1;
+
 // One served version: its model, its batcher, the counters /metrics reports, and the requests
 // in flight on it, which a swap waits for before unloading it.
 struct Served {
@@ -38,6 +45,15 @@ struct Served {
   std::shared_ptr<Model> model;
   std::unique_ptr<Batcher> batcher;
   std::atomic<int64_t> success{0}, failure{0}, request_us{0};
+  // Requests by duration (kLatencyBoundsUs; the last slot: longer), for p50/p99 in a console.
+  std::array<std::atomic<int64_t>, kLatencyBuckets> latency_count{};
+
+  void Record(int64_t us) {
+    request_us += us;
+    const auto* end = std::end(kLatencyBoundsUs);
+    ++latency_count[std::lower_bound(std::begin(kLatencyBoundsUs), end, us) -
+                    std::begin(kLatencyBoundsUs)];
+  }
 
   void Enter() {
     std::lock_guard lock(flight_mu);
@@ -179,9 +195,9 @@ struct Service::Impl {
     }
     Result<Body> body = parsed.ok() ? InferOn(**served, *parsed, request.client_gone)
                                     : Result<Body>(parsed.status());
-    (*served)->request_us += std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::steady_clock::now() - start)
-                                 .count();
+    (*served)->Record(std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
     if (!body.ok()) {
       ++(*served)->failure;
       return ErrorResponse(body.status());
@@ -441,6 +457,31 @@ Status Service::AddRoutes(http::Router* router) {
   });
 }
 
+namespace {
+// Requests by duration, as Prometheus histograms count them (cumulative buckets, in µs), so
+// that p50 and p99 can be read from two scrapes (Triton has no such histogram by default).
+void AppendLatencyHistogram(const std::vector<std::shared_ptr<Served>>& all, std::string* out) {
+  *out += "# HELP reel_inference_request_duration_us Request durations in microseconds\n";
+  *out += "# TYPE reel_inference_request_duration_us histogram\n";
+  for (const auto& served : all) {
+    const std::string base = "model=\"" + LabelValue(served->name) + "\",version=\"" +
+                             LabelValue(served->model->info().version) + "\"";
+    int64_t count = 0;
+    for (size_t i = 0; i < kLatencyBuckets; ++i) {
+      count += served->latency_count[i].load();
+      const std::string le =
+          i < std::size(kLatencyBoundsUs) ? std::to_string(kLatencyBoundsUs[i]) : "+Inf";
+      *out += "reel_inference_request_duration_us_bucket{" + base + ",le=\"" + le + "\"} " +
+              std::to_string(count) + "\n";
+    }
+    *out += "reel_inference_request_duration_us_sum{" + base + "} " +
+            std::to_string(served->request_us.load()) + "\n";
+    *out +=
+        "reel_inference_request_duration_us_count{" + base + "} " + std::to_string(count) + "\n";
+  }
+}
+}  // namespace
+
 std::string Service::MetricsText() const {
   struct Family {
     const char* name;
@@ -508,6 +549,7 @@ std::string Service::MetricsText() const {
     out += "reel_inference_batch_size_sum{" + base + "} " + std::to_string(sum) + "\n";
     out += "reel_inference_batch_size_count{" + base + "} " + std::to_string(stats.batches) + "\n";
   }
+  AppendLatencyHistogram(all, &out);
   return out;
 }
 

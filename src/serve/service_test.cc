@@ -306,6 +306,12 @@ TEST_F(ServiceTest, MetricsCountRequestsAndBatches) {
       metrics.body,
       HasSubstr("reel_inference_batch_size_bucket{model=\"fake\",version=\"1\",le=\"2\"} 3\n"));
   EXPECT_THAT(metrics.body, HasSubstr("# TYPE nv_inference_compute_infer_duration_us counter"));
+  // Every request lands in the latency histogram: its +Inf bucket and count are the 3 answered.
+  EXPECT_THAT(metrics.body,
+              HasSubstr("reel_inference_request_duration_us_bucket{model=\"fake\",version=\"1\","
+                        "le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(metrics.body,
+              HasSubstr("reel_inference_request_duration_us_count" + labels + " 3\n"));
 }
 
 std::string UriRequest(const std::string& uri) {

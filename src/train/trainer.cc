@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 
+#include "base/files.h"
 #include "base/logging.h"
 #include "base/progress.h"
 #include "loader/loader.h"
@@ -191,7 +192,11 @@ Result<loader::Batch> Run::NextBatch() {
 
 void Run::WriteLine(const nlohmann::json& line) {
   if (!metrics_.is_open()) return;
-  metrics_ << line.dump() << "\n";
+  // Wall time (Unix seconds) on every line, so a console can plot against time as well as steps.
+  nlohmann::json timed = line;
+  timed["time"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  metrics_ << timed.dump() << "\n";
   metrics_.flush();
 }
 
@@ -257,7 +262,8 @@ Status Run::OpenMetrics() {
   if (!leader()) return Status::Ok();
   metrics_.open(c_.run_dir + "/metrics.jsonl", std::ios::app);
   if (!metrics_) return InternalError("cannot open " + c_.run_dir + "/metrics.jsonl for appending");
-  return Status::Ok();
+  // The run's whole config beside its metrics, for whoever reads the run folder (reel ui).
+  return WriteFileAtomically(c_.run_dir + "/config.yaml", c_.source_text);
 }
 
 // Every rank starts from rank 0's weights and buffers (the same seed makes them equal already; a
