@@ -89,9 +89,9 @@ PIDS+=($!)
 wait_for "the scheduler" grep -q "^listening on" "$WORK/daemon.out"
 SCHED=$(sed -n 's/^listening on //p' "$WORK/daemon.out")
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; pkill -9 -f "jobs shim $WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-for name in running waiting; do
-  check "submit a job ($name)" bash -c "cd '$WORK' && '$REEL' jobs --scheduler '$SCHED' submit --name $name --cpu 2 -- sleep 120 > /dev/null"
-done
+RUNNING_JOB=$(cd "$WORK" && "$REEL" jobs --scheduler "$SCHED" submit --name running --cpu 2 -- sleep 120)
+WAITING_JOB=$(cd "$WORK" && "$REEL" jobs --scheduler "$SCHED" submit --name waiting --cpu 2 -- sleep 120)
+check "two jobs submitted" test -n "$RUNNING_JOB" -a -n "$WAITING_JOB"
 
 # --- 100 runs of 10,000 points --------------------------------------------------------------------
 python3 - "$WORK/runs/scale" <<'PY'
@@ -177,6 +177,21 @@ check "the console in Chromium" env REEL_UI_URL="$UI" REEL_UI_EXPECT="$WORK/expe
 check "a screenshot of each main page" bash -c "ls '$SHOTS'/runs.png '$SHOTS'/run.png '$SHOTS'/model.png '$SHOTS'/pipeline.png '$SHOTS'/serving.png > /dev/null"
 check "the alias the page moved is in the registry" bash -c \
   "'$REEL' models show models:/clf@production --json | python3 -c 'import json,sys; assert json.load(sys.stdin)[\"version\"] == 2'"
+
+# The console's actions, as the page's buttons send them: a reader may not, a writer may.
+post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $1" "$UI$2"; }
+check "a reader may not cancel a job (403)" test "$(post "$READER" /ui/api/jobs/$WAITING_JOB/cancel)" = 403
+check "a writer cancels the waiting job through the console" test "$(post "$WRITER" /ui/api/jobs/$WAITING_JOB/cancel)" = 200
+check "and the scheduler has it cancelled" bash -c \
+  "'$REEL' jobs --scheduler '$SCHED' status $WAITING_JOB --json | python3 -c 'import json,sys; assert json.load(sys.stdin)[\"state\"] == \"cancelled\"'"
+check "a writer retries the failed pipeline through the console" test "$(post "$WRITER" /ui/api/pipelines/demo-1/retry)" = 200
+# A retry runs the task again (another header in its log) and ends as the run did: failed.
+retried() {
+  [ "$(grep -c 'task build attempt' "$WORK/pipelines/logs/demo-1/build.log")" -ge 2 ] &&
+    "$REEL" pipeline --state "$WORK/pipelines" status demo-1 --json |
+    python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["state"] != "failed")'
+}
+check "the retry ran the failed task again (and it failed again)" wait_for "the retry" retried
 
 kill -TERM "$UI_PID"
 wait "$UI_PID"

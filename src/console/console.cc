@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/json.h"
 #include "console/console_internal.h"
 #include "http/auth.h"
 #include "http/client.h"
@@ -44,10 +45,15 @@ Result<registry::Principal> AskRegistryServer(const std::string& url, const std:
   options.timeout = std::chrono::seconds(10);
   REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(url, options));
   REEL_ASSIGN_OR_RETURN(nlohmann::json who, client.JsonCall("GET", "/api/v1/whoami", nullptr));
+  JsonFields f(who, url + "/api/v1/whoami");
   registry::Principal p;
-  p.name = who.value("name", "");
-  p.admin = who.value("admin", false);
-  for (const auto& [model, role] : who.value("grants", nlohmann::json::object()).items()) {
+  p.name = f.String("name");
+  p.admin = f.Bool("admin");
+  const nlohmann::json& grants = f.Object("grants");
+  if (!f.ok()) return DataLossError(f.error());
+  for (const auto& [model, role] : grants.items()) {
+    if (!role.is_string())
+      return DataLossError(url + "/api/v1/whoami: grant of " + model + " is not a role");
     REEL_ASSIGN_OR_RETURN(p.grants[model], registry::ParseRole(role.get<std::string>()));
   }
   return p;

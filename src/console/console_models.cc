@@ -105,7 +105,8 @@ Result<Response> Lineage(Registry& r, const std::string& model) {
                      {"branch", v.branch},
                      {"aliases", std::move(names)},
                      {"top1", v.metrics.contains("top1") ? v.metrics["top1"] : nlohmann::json()},
-                     {"recipe_op", v.recipe.value("op", "")}});
+                     {"recipe_op", v.recipe.is_object() ? v.recipe.value("op", nlohmann::json())
+                                                        : nlohmann::json()}});
     for (const auto& p : v.parents) {
       const std::string id = p.ToString();
       if (known.insert(id).second) {

@@ -155,9 +155,14 @@ Result<Response> RunMetrics(Console::State* st, const Request& r) {
 // The report without every video's verdict: the wrong ones only, at most kWrongShown.
 nlohmann::json TrimReport(nlohmann::json report) {
   nlohmann::json wrong = nlohmann::json::array();
-  for (const nlohmann::json& p : report.value("predictions", nlohmann::json::array())) {
-    if (wrong.size() < kWrongShown && p.value("label", -1) != p.value("predicted", -1)) {
-      wrong.push_back(p);
+  const auto it = report.find("predictions");
+  if (it != report.end() && it->is_array()) {
+    for (const nlohmann::json& p : *it) {
+      // Compared as JSON values: a file of another shape gives no match rather than a throw.
+      if (wrong.size() < kWrongShown && p.is_object() && p.contains("label") &&
+          p["label"] != p.value("predicted", nlohmann::json())) {
+        wrong.push_back(p);
+      }
     }
   }
   report.erase("predictions");
@@ -245,12 +250,18 @@ nlohmann::json SkippedVideos(const std::string& folder) {
   if (!text.ok()) return out;
   Result<nlohmann::json> report = ParseJson(*text, folder + "/ingest_report.json");
   if (!report.ok()) return out;
-  for (const auto& f : report->value("failed", nlohmann::json::array())) {
-    out.push_back({{"uri", f.value("video", "")}, {"reason", f.value("reason", "")}});
-  }
-  for (const auto& m : report->value("missing", nlohmann::json::array())) {
-    out.push_back({{"uri", m.value("reference", "")}, {"reason", m.value("reason", "")}});
-  }
+  // Values are passed on as written (no conversion that could throw on a file of another shape).
+  const auto add = [&](const char* list, const char* uri_key) {
+    const auto it = report->find(list);
+    if (it == report->end() || !it->is_array()) return;
+    for (const nlohmann::json& f : *it) {
+      if (!f.is_object()) continue;
+      out.push_back({{"uri", f.value(uri_key, nlohmann::json())},
+                     {"reason", f.value("reason", nlohmann::json())}});
+    }
+  };
+  add("failed", "video");
+  add("missing", "reference");
   return out;
 }
 

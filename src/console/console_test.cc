@@ -12,6 +12,7 @@
 #include "http/server.h"
 #include "registry/access.h"
 #include "registry/registry_test_util.h"
+#include "registry/service.h"
 #include "sched/run_store.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -259,6 +260,41 @@ TEST_F(ConsoleTest, ThePageAndItsLibrariesAreServedFromTheBinary) {
     EXPECT_EQ(r.status, 200) << asset;
     EXPECT_GT(r.body.size(), 100u) << asset;
   }
+}
+
+// Against `reel registry serve`: the console asks the server who holds a token and acts with the
+// caller's own token, so the server's roles decide.
+TEST_F(ConsoleTest, ARegistryServerDecidesWithTheCallersToken) {
+  registry::ServiceOptions service_options;
+  service_options.registry_uri = root_ + "/registry";
+  ASSERT_OK_AND_ASSIGN(auto service, registry::RegistryService::Open(service_options));
+  http::Router registry_router;
+  ASSERT_OK(service->AddRoutes(&registry_router));
+  ASSERT_OK_AND_ASSIGN(auto registry_server, http::Server::Start({}, std::move(registry_router)));
+  ConsoleOptions o;
+  o.registry = registry_server->url();
+  ASSERT_OK_AND_ASSIGN(auto console, Console::Open(o));
+  http::Router router;
+  ASSERT_OK(console->AddRoutes(&router));
+  server_->Shutdown();
+  ASSERT_OK_AND_ASSIGN(server_, http::Server::Start({}, std::move(router)));
+
+  EXPECT_EQ(Json(reader_, "/ui/api/whoami")["user"], "rita");
+  EXPECT_EQ(Json(reader_, "/ui/api/models")["models"][0]["name"], "clf");
+  EXPECT_EQ(Json(reader_, "/ui/api/models/clf/lineage")["nodes"].size(), 3u);
+  ASSERT_OK_AND_ASSIGN(http::Response wrong, Call("reel_nobody", "GET", "/ui/api/models"));
+  EXPECT_EQ(wrong.status, 401);
+  ASSERT_OK_AND_ASSIGN(
+      http::Response as_reader,
+      Call(reader_, "PUT", "/ui/api/models/clf/aliases/production", R"({"version": 2})"));
+  EXPECT_EQ(as_reader.status, 403);
+  ASSERT_OK_AND_ASSIGN(
+      http::Response as_writer,
+      Call(writer_, "PUT", "/ui/api/models/clf/aliases/production", R"({"version": 2})"));
+  EXPECT_EQ(as_writer.status, 200) << as_writer.body;
+  // The registry server recorded the writer, not the console, as the mover.
+  EXPECT_EQ(Json(reader_, "/ui/api/models/clf")["alias_history"][0]["by"], "wes");
+  server_->Shutdown();
 }
 
 TEST(ConsoleOpenTest, AuthWithoutARegistryIsRefused) {

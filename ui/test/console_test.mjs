@@ -30,10 +30,10 @@ const enc = encodeURIComponent;
 const acc = v => (v === null || v === undefined ? '—' : Number(v).toFixed(4));
 
 // Runs one check with its own deadline so a missing element can never hang the whole test.
-async function check(what, fn) {
+async function check(what, fn, ms = CHECK_MS) {
   let timer;
   const deadline = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${CHECK_MS} ms`)), CHECK_MS);
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
   });
   try {
     await Promise.race([fn(), deadline]);
@@ -328,17 +328,18 @@ async function checkDataset(page) {
       });
     }
   });
-  // Previews load after the page is ready; give them a moment so the screenshot has them.
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-test="preview"]')]
-    .every(f => f.classList.contains('missing') || (f.querySelector('img') || {}).complete), null, {timeout: 5000})
-    .catch(() => {});
   await check('every class shows an animated preview decoded by reel', async () => {
+    // Previews load after the page is ready, each decoded and encoded by the server: wait until
+    // every one has loaded or been replaced by its failure note.
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-test="preview"]')]
+      .every(f => { const img = f.querySelector('img'); return !img || (img.complete && img.naturalWidth > 0); }),
+    null, {timeout: 30000}).catch(() => {});
     const sizes = await page.$$eval('[data-test="preview"]',
       figs => figs.map(f => { const img = f.querySelector('img'); return img ? img.naturalWidth : 0; }));
     assert(sizes.length === EXPECT.dataset.class_counts[Object.keys(EXPECT.dataset.class_counts)[0]].length,
       `${sizes.length} previews`);
     assert(sizes.every(w => w > 0), `preview widths ${sizes.join(',')}`);
-  });
+  }, 40000);
   await shot(page, 'dataset.png');
 }
 
