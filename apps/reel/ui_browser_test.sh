@@ -122,6 +122,7 @@ start_ui() {
 }
 start_ui
 check "reel ui came up" test -n "$UI"
+export RUNNING_JOB WAITING_JOB
 check "the expectations" python3 - "$WORK" "$WRITER" "$READER" "$URL" <<'PY'
 import json, os, subprocess, sys
 work, writer, reader, serve = sys.argv[1:5]
@@ -151,7 +152,8 @@ expect = {
                  "failed_task": "build", "log_contains": "the build step broke on purpose"},
     "dataset": {"name": manifest["name"], "class_counts": {k: v["class_counts"] for k, v in manifest["splits"].items()}},
     "serving": {"model": "clf"},
-    "jobs": True,
+    "jobs": {"states": {os.environ["RUNNING_JOB"]: "running", os.environ["WAITING_JOB"]: "pending"},
+             "queue": "default", "queue_cpu": "cpu 2 / 2"},
 }
 diff = json.loads(subprocess.check_output([reel, "models", "diff", "models:/clf/1", "models:/clf/2", "--json"]))
 expect["diff"] = {"a": "models:/clf/1", "b": "models:/clf/2",
@@ -169,6 +171,12 @@ PIDS+=($!)
 check "a class's preview is an animated PNG of the clip's frames" bash -c "
   curl -sf -H 'Authorization: Bearer $READER' '$UI/ui/api/datasets/0/preview/3' -o '$WORK/preview.png' &&
   ffprobe -v error -count_frames -show_entries stream=codec_name,nb_read_frames -of csv=p=0 '$WORK/preview.png' | grep -qx 'apng,8'"
+preview_status() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $READER" "$UI/ui/api/datasets/0/preview/$1"; }
+check "the third clip of a class is another clip" bash -c "
+  curl -sf -H 'Authorization: Bearer $READER' '$UI/ui/api/datasets/0/preview/3?clip=2' -o '$WORK/preview3.png' &&
+  ! cmp -s '$WORK/preview.png' '$WORK/preview3.png'"
+check "past a class's last clip is 404, a bad clip number 400, an unknown class 404" \
+  test "$(preview_status '3?clip=6') $(preview_status '3?clip=x') $(preview_status 8)" = "404 400 404"
 
 SHOTS=${REEL_UI_SHOTS:-$WORK/shots}
 mkdir -p "$SHOTS"

@@ -311,17 +311,17 @@ Result<std::string> DatasetAt(Console::State* st, const Request& r) {
 
 constexpr int kPreviewFrames = 16, kPreviewShortSide = 96, kPreviewFps = 8;
 
-// The first record of class `label` in `split`, reading shard indexes until one holds it.
-Result<std::optional<dataset::Record>> FirstOfClass(storage::ObjectStore& store,
-                                                    const std::string& root,
-                                                    const std::string& split,
-                                                    const dataset::SplitInfo& info, int label) {
+// Record `nth` (from 0) of class `label` in `split`, reading shard indexes until one holds it.
+Result<std::optional<dataset::Record>> NthOfClass(storage::ObjectStore& store,
+                                                  const std::string& root, const std::string& split,
+                                                  const dataset::SplitInfo& info, int label,
+                                                  int64_t nth) {
   for (const dataset::ShardEntry& shard : info.shards) {
     const auto number = static_cast<uint32_t>(std::strtoul(shard.name.c_str() + 6, nullptr, 10));
     REEL_ASSIGN_OR_RETURN(auto reader, dataset::ShardReader::Open(store, root, split, number));
     const auto& records = reader->index().records;
     for (size_t i = 0; i < records.size(); ++i) {
-      if (records[i].label != label) continue;
+      if (records[i].label != label || nth-- > 0) continue;
       REEL_ASSIGN_OR_RETURN(dataset::Record record, reader->ReadRecord(i));
       return std::optional<dataset::Record>(std::move(record));
     }
@@ -370,7 +370,9 @@ Result<std::string> AnimatedPng(const std::vector<media::Frame>& frames) {
   return encoder->Finish();
 }
 
-Result<std::string> MakePreview(const std::string& folder, const std::string& class_text) {
+// Clip `nth` of the class, counting through the splits in name order.
+Result<std::string> MakePreview(const std::string& folder, const std::string& class_text,
+                                int64_t nth) {
   REEL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(folder + "/manifest.json", "manifest"));
   REEL_ASSIGN_OR_RETURN(dataset::Manifest m,
                         dataset::Manifest::Parse(text, folder + "/manifest.json"));
@@ -384,16 +386,22 @@ Result<std::string> MakePreview(const std::string& folder, const std::string& cl
   }
   REEL_ASSIGN_OR_RETURN(auto store, storage::OpenStore(folder));
   for (const auto& [split, info] : m.splits) {
-    if (static_cast<size_t>(*label) >= info.class_counts.size() || info.class_counts[*label] == 0) {
+    const auto in_split = static_cast<size_t>(*label) < info.class_counts.size()
+                              ? static_cast<int64_t>(info.class_counts[*label])
+                              : 0;
+    if (nth >= in_split) {
+      nth -= in_split;
       continue;
     }
     REEL_ASSIGN_OR_RETURN(auto record,
-                          FirstOfClass(*store, "", split, info, static_cast<int>(*label)));
-    if (!record) continue;
+                          NthOfClass(*store, "", split, info, static_cast<int>(*label), nth));
+    if (!record)
+      return DataLossError("the manifest of " + folder + " counts clips its shards lack");
     REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames, PreviewFrames(*record));
     return AnimatedPng(frames);
   }
-  return NotFoundError("no clip of class " + m.classes[*label] + " in " + folder);
+  return NotFoundError("no clip " + std::to_string(nth) + " of class " + m.classes[*label] +
+                       " in " + folder);
 }
 
 }  // namespace
@@ -423,18 +431,26 @@ Status AddDatasetRoutes(Console::State* st, http::Router* router) {
         }
         return Response::Json(200, {{"datasets", std::move(out)}});
       })));
-  REEL_RETURN_IF_ERROR(
-      router->Add("GET", "/ui/api/datasets/{index}/preview/{class}",
-                  st->Api(Role::kReader, [st](const Caller&, const Request& r) -> Result<Response> {
-                    REEL_ASSIGN_OR_RETURN(std::string folder, DatasetAt(st, r));
-                    REEL_ASSIGN_OR_RETURN(std::string png,
-                                          st->Preview(folder, r.params.at("class"), MakePreview));
-                    Response answer;
-                    answer.headers["Content-Type"] = "image/apng";
-                    answer.headers["Cache-Control"] = "private, max-age=3600";
-                    answer.body = std::move(png);
-                    return answer;
-                  })));
+  REEL_RETURN_IF_ERROR(router->Add(
+      "GET", "/ui/api/datasets/{index}/preview/{class}",
+      st->Api(Role::kReader, [st](const Caller&, const Request& r) -> Result<Response> {
+        REEL_ASSIGN_OR_RETURN(std::string folder, DatasetAt(st, r));
+        REEL_ASSIGN_OR_RETURN(double clip, NumberParam(r, "clip", 0));
+        if (clip < 0 || clip != std::floor(clip)) {
+          return InvalidArgumentError("clip: expected a clip number from 0");
+        }
+        const auto nth = static_cast<int64_t>(clip);
+        REEL_ASSIGN_OR_RETURN(std::string png,
+                              st->Preview(folder, r.params.at("class") + "/" + std::to_string(nth),
+                                          [&](const std::string& f, const std::string&) {
+                                            return MakePreview(f, r.params.at("class"), nth);
+                                          }));
+        Response answer;
+        answer.headers["Content-Type"] = "image/apng";
+        answer.headers["Cache-Control"] = "private, max-age=3600";
+        answer.body = std::move(png);
+        return answer;
+      })));
   return router->Add(
       "GET", "/ui/api/datasets/{index}",
       st->Api(Role::kReader, [st](const Caller&, const Request& r) -> Result<Response> {

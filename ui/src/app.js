@@ -884,8 +884,8 @@ async function pageDataset(page, index) {
   root.append(section('Shards', shardTables(d.shards || {})),
     section(`Skipped videos (${(d.skipped_videos || []).length})`, skippedTable(d.skipped_videos || [])));
   const grid = h('div', {class: 'previews', 'data-test': 'previews'});
-  root.append(section('Previews', muted('The first clip of each class, decoded by Reel.'), grid));
-  loadPreviews(page, grid, index, classes);
+  root.append(section('Previews', muted(`Up to ${PREVIEWS_PER_CLASS} clips of each class, decoded by Reel.`), grid));
+  loadPreviews(page, grid, index, classes, splits);
 }
 
 function imbalance(counts) {
@@ -927,21 +927,28 @@ function skippedTable(skipped) {
 
 // <img> cannot send the Authorization header, so each GIF is fetched with the token and shown
 // from an object URL; a few at a time so a dataset with many classes does not flood the server.
-function loadPreviews(page, grid, index, classes) {
+const PREVIEWS_PER_CLASS = 3;
+
+// A row of clips per class (as many as the splits hold, up to PREVIEWS_PER_CLASS).
+function loadPreviews(page, grid, index, classes, splits) {
   const urls = [];
   page.onLeave(() => urls.forEach(u => URL.revokeObjectURL(u)));
-  const figures = classes.map((c, i) => {
-    const img = h('img', {alt: c, 'data-class': c, loading: 'lazy'});
-    const fig = h('figure', {'data-test': 'preview', 'data-class': c}, img, h('figcaption', {}, c));
-    grid.append(fig);
-    return {i, img, fig};
+  const figures = classes.flatMap((c, i) => {
+    const held = splits.reduce((n, [, sp]) => n + ((sp.class_counts || [])[i] || 0), 0);
+    return Array.from({length: Math.min(PREVIEWS_PER_CLASS, held)}, (_, k) => {
+      const img = h('img', {alt: `${c} #${k + 1}`, 'data-class': c, loading: 'lazy'});
+      const fig = h('figure', {'data-test': 'preview', 'data-class': c, 'data-clip': k}, img,
+        h('figcaption', {}, k === 0 ? c : `#${k + 1}`));
+      grid.append(fig);
+      return {i, k, img, fig};
+    });
   });
   let next = 0;
   const worker = async () => {
     while (page.alive && next < figures.length) {
       const f = figures[next++];
       try {
-        const blob = await api(`/ui/api/datasets/${enc(index)}/preview/${f.i}`, {as: 'blob'});
+        const blob = await api(`/ui/api/datasets/${enc(index)}/preview/${f.i}?clip=${f.k}`, {as: 'blob'});
         if (!page.alive) return;
         const url = URL.createObjectURL(blob);
         urls.push(url);
@@ -1297,7 +1304,7 @@ function taskTable(tasks) {
 
 /* ------------------------------------------------------------------ #/jobs */
 
-// The scheduler's shapes are its own, so tables are built from whatever fields its objects carry.
+// The scheduler daemon's /v1/jobs, /v1/queues and /v1/nodes, as `reel jobs` and `reel nodes` show them.
 async function pageJobs(page) {
   const root = page.root;
   root.append(h('h1', {}, 'Jobs'));
@@ -1315,38 +1322,84 @@ async function pageJobs(page) {
     }
     if (!page.alive) return false;
     put(body,
-      section('Jobs', genericTable(data.jobs || [], 'jobs-table', jobCancel(page, render))),
+      section('Jobs', jobsTable(data.jobs || [], jobCancel(page, render))),
       h('div', {class: 'two-col'},
-        section('Queues', genericTable(data.queues || [], 'queues-table')),
-        section('Nodes', genericTable(data.nodes || [], 'nodes-table'))));
+        section('Queues: quota use', queuesTable(data.queues || [])),
+        section('Nodes: allocations', nodesTable(data.nodes || []))));
     return true;
   };
   if (await render()) page.poll(5000, render);
 }
 
-function columnsOf(objects) {
-  const cols = [];
-  for (const o of objects) for (const k of Object.keys(o || {})) if (!cols.includes(k)) cols.push(k);
-  return cols;
+const jobStateKind = st => ({succeeded: 'ok', running: 'run', pending: 'grey', failed: 'bad', cancelled: 'grey',
+  preempted: 'run'}[st] || 'grey');
+
+function jobsTable(jobs, cancel) {
+  if (!jobs.length) return h('div', {'data-test': 'jobs-table'}, muted('No jobs.'));
+  const rows = jobs.map(j => h('tr', {'data-test': 'jobs-row', 'data-job': j.id},
+    td(j.id, {class: 'mono'}), td(j.name || DASH), td(badge(j.state, jobStateKind(j.state))), td(j.queue),
+    num(fmtInt(j.priority)), td(workersText(j)), td((j.nodes || []).join(', ') || DASH),
+    num(fmtInt(j.attempts)), num(fmtInt(j.preemptions)), td(fmtTime(j.submitted_ms)),
+    td(j.reason || '', {class: 'small'}), td(cancel(j))));
+  return table(['id', 'name', 'state', 'queue', '#priority', 'workers', 'nodes', '#attempts', '#preempted',
+    'submitted', 'reason', ''], rows, {'data-test': 'jobs-table'});
 }
 
-function cellValue(v, key) {
-  if (v === null || v === undefined) return DASH;
-  if (/(_ms|_at)$/.test(key) && isNum(v) && v > 1e11) return fmtTime(v);
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(3);
-  if (typeof v === 'object') return h('code', {class: 'small'}, JSON.stringify(v));
-  return String(v);
+function workersText(j) {
+  const n = j.workers === j.max_workers ? String(j.workers) : `${j.workers}-${j.max_workers}`;
+  const r = j.resources || {};
+  const parts = [`cpu ${r.cpu}`, r.memory && r.memory !== '0' ? `memory ${r.memory}` : null,
+    r.gpu ? `gpu ${r.gpu}` : null].filter(Boolean);
+  return `${n} × ${parts.join(', ')}`;
 }
 
-function genericTable(objects, test, extra) {
-  if (!objects.length) return h('div', {'data-test': test}, muted('None.'));
-  const cols = columnsOf(objects);
-  const numeric = k => objects.some(o => typeof o[k] === 'number');
-  const rows = objects.map(o => h('tr', {'data-test': test.replace('-table', '-row')},
-    cols.map(k => (typeof o[k] === 'number' ? num(cellValue(o[k], k)) : td(cellValue(o[k], k)))),
-    extra ? td(extra(o)) : null));
-  return h('div', {class: 'scroll-x'}, table([...cols.map(k => (numeric(k) ? '#' : '') + k), ...(extra ? [''] : [])], rows,
-    {'data-test': test}));
+// "cpu 2, memory 4Gi, gpu 1" (the daemon's ResourcesText) as numbers: cpu in cores, memory in
+// bytes, gpu in devices.
+function parseResources(text) {
+  const units = {Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40};
+  const out = {};
+  for (const part of String(text || '').split(',')) {
+    const m = part.trim().match(/^(cpu|memory|gpu)\s+([0-9.]+)(m|Ki|Mi|Gi|Ti)?$/);
+    if (!m) continue;
+    const v = parseFloat(m[2]);
+    out[m[1]] = m[3] === 'm' ? v / 1000 : m[3] ? v * units[m[3]] : v;
+  }
+  return out;
+}
+
+const resourceText = (kind, v) => (kind === 'memory' ? fmtBytes(v) : String(+v.toFixed(3)));
+
+// One bar per resource: `used` of `total` (a bar past its end is borrowing beyond the quota).
+function useBars(used, total) {
+  return ['cpu', 'memory', 'gpu'].filter(k => total[k] > 0).map(k => {
+    const pct = Math.max(0, Math.min(1, (used[k] || 0) / total[k])) * 100;
+    return h('div', {class: 'use bar-cell', 'data-test': 'use', 'data-resource': k},
+      h('span', {class: 'bar', style: {width: pct.toFixed(1) + '%'}}),
+      h('span', {class: 'bar-text'}, `${k} ${resourceText(k, used[k] || 0)} / ${resourceText(k, total[k])}`));
+  });
+}
+
+function queuesTable(queues) {
+  if (!queues.length) return h('div', {'data-test': 'queues-table'}, muted('No queues.'));
+  const rows = queues.map(q => h('tr', {'data-test': 'queues-row', 'data-queue': q.name},
+    td(q.name), td(useBars(parseResources(q.used), parseResources(q.quota))),
+    td(q.borrowing_limit || DASH, {class: 'small'}), num(fmtInt(q.weight))));
+  return table(['queue', 'used / quota', 'may borrow', '#weight'], rows, {'data-test': 'queues-table'});
+}
+
+function nodesTable(nodes) {
+  if (!nodes.length) return h('div', {'data-test': 'nodes-table'}, muted('No nodes.'));
+  const rows = nodes.map(n => {
+    const total = parseResources(`cpu ${n.cpu}, memory ${n.memory}, gpu ${n.gpu}`);
+    const free = n.free || {};
+    const left = parseResources(`cpu ${free.cpu}, memory ${free.memory}, gpu ${free.gpu}`);
+    const used = Object.fromEntries(Object.keys(total).map(k => [k, total[k] - (left[k] || 0)]));
+    return h('tr', {'data-test': 'nodes-row', 'data-node': n.name},
+      td(n.name), td(useBars(used, total)),
+      td([n.spot ? badge('spot', 'grey') : null, n.reclaimed ? badge('reclaimed', 'bad') : null]),
+      td(Object.entries(n.labels || {}).map(([k, v]) => `${k}=${v}`).join(', ') || DASH, {class: 'small'}));
+  });
+  return table(['node', 'allocated / capacity', '', 'labels'], rows, {'data-test': 'nodes-table'});
 }
 
 function jobCancel(page, rerender) {
