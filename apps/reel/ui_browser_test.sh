@@ -88,7 +88,8 @@ YAML
 PIDS+=($!)
 wait_for "the scheduler" grep -q "^listening on" "$WORK/daemon.out"
 SCHED=$(sed -n 's/^listening on //p' "$WORK/daemon.out")
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; pkill -9 -f "jobs shim $WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap '{ for p in "${PIDS[@]}"; do kill -9 "$p"; done; pkill -9 -f "jobs shim $WORK"; wait; } 2> /dev/null
+      rm -rf "$WORK"' EXIT
 RUNNING_JOB=$(cd "$WORK" && "$REEL" jobs --scheduler "$SCHED" submit --name running --cpu 2 -- sleep 120)
 WAITING_JOB=$(cd "$WORK" && "$REEL" jobs --scheduler "$SCHED" submit --name waiting --cpu 2 -- sleep 120)
 check "two jobs submitted" test -n "$RUNNING_JOB" -a -n "$WAITING_JOB"
@@ -104,6 +105,16 @@ for r in range(100):
             f.write(json.dumps({"step": s, "epoch": s // 1000, "loss": 2.0 * math.exp(-s / 3000) + 0.01 * math.sin(s + r),
                                 "lr": 0.1, "clips_per_s": 40 + r % 7, "input_wait_share": 0.02, "time": 1.7e9 + s}) + "\n")
 PY
+
+# --- a run still training: a line every 0.3 s, as `reel train` appends them --------------------------
+mkdir -p "$WORK/runs/live/now"
+(step=0; while :; do
+  step=$((step + 1))
+  printf '{"step":%d,"epoch":0,"loss":%s,"lr":0.1,"clips_per_s":30,"input_wait_share":0.01,"time":%s}\n' \
+    "$step" "$(awk "BEGIN {print 2.5 / (1 + $step / 50)}")" "$(date +%s.%N)" >> "$WORK/runs/live/now/metrics.jsonl"
+  sleep 0.3
+done) &
+PIDS+=($!)
 
 # --- what the pages must show, from the files -----------------------------------------------------
 start_ui() {
@@ -152,6 +163,7 @@ expect = {
                  "failed_task": "build", "log_contains": "the build step broke on purpose"},
     "dataset": {"name": manifest["name"], "class_counts": {k: v["class_counts"] for k, v in manifest["splits"].items()}},
     "serving": {"model": "clf"},
+    "live": {"run": "live/now"},
     "jobs": {"states": {os.environ["RUNNING_JOB"]: "running", os.environ["WAITING_JOB"]: "pending"},
              "queue": "default", "queue_cpu": "cpu 2 / 2"},
 }

@@ -355,6 +355,16 @@ async function checkServing(page) {
   await shot(page, 'serving.png');
 }
 
+// A run that is still writing: the page follows it without a reload.
+async function checkLiveRun(page) {
+  await check(`run page follows the live run ${EXPECT.live.run}`, async () => {
+    await open(page, `#/runs/${enc(EXPECT.live.run)}`);
+    const first = Number(await page.getAttribute('[data-test="run-points"]', 'data-total'));
+    await page.waitForFunction(n => Number(document.querySelector('[data-test="run-points"]').dataset.total) > n,
+      first, {timeout: 9000});
+  });
+}
+
 async function checkJobs(page) {
   await check(EXPECT.jobs === false ? 'jobs page says no scheduler is configured' : 'jobs page renders its tables',
     async () => {
@@ -383,6 +393,7 @@ async function checkWriter(browser) {
   const page = await newPage(browser, EXPECT.token_writer);
   if (EXPECT.runs && !EXPECT.token_reader) await checkRunsList(page, 'writer');
   if (EXPECT.run) await checkRunPage(page);
+  if (EXPECT.live) await checkLiveRun(page);
   const compare = (EXPECT.runs || []).map(r => r.name);
   if (compare.length) await checkCompare(page, compare);
   if (EXPECT.scale) await checkScale(page);
