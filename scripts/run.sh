@@ -36,3 +36,5 @@ $REEL pipeline --state "$DATA/pipelines" run examples/pipelines/main.yaml \
 $REEL pipeline --state "$DATA/pipelines" logs latest eval | grep -v -e '^{"ts"' -e '^===' || true
 $REEL pipeline --state "$DATA/pipelines" logs latest serve_check | grep -v '^===' || true
 echo "model: models:/synthetic@production (REEL_REGISTRY_URI=$DATA/registry reel models show models:/synthetic@production)"
+echo "to look at the run, the dataset, the model and the pipeline in a browser:"
+echo "  $REEL ui --no-auth --runs $DATA --registry $DATA/registry --pipelines $DATA/pipelines   (then open the address it prints)"

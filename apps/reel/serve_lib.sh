@@ -8,7 +8,14 @@ trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$WORK"' 
 # URL, the address its first line names (empty when it did not come up within 60 s).
 start_server() {
   local label=$1; shift
-  "$REEL" serve "$@" --port 0 > "$WORK/$label.out" 2> "$WORK/$label.err" &
+  start_listening "$label" "$REEL" serve "$@" --port 0
+}
+
+# start_listening LABEL COMMAND...: any Reel server that prints "listening on URL" first (reel
+# serve, reel ui), in the background; sets PID and URL as start_server does.
+start_listening() {
+  local label=$1; shift
+  "$@" > "$WORK/$label.out" 2> "$WORK/$label.err" &
   PID=$!
   PIDS+=("$PID")
   URL=""

@@ -117,21 +117,11 @@ done) &
 PIDS+=($!)
 
 # --- what the pages must show, from the files -----------------------------------------------------
-start_ui() {
-  "$REEL" ui --port 0 --runs "$WORK/runs" --datasets "$WORK/data" --pipelines "$WORK/pipelines" \
-    --serve "$URL" --scheduler "$SCHED" --scrape-ms 200 > "$WORK/ui.out" 2> "$WORK/ui.err" &
-  UI_PID=$!
-  PIDS+=("$UI_PID")
-  UI=""
-  for _ in $(seq 600); do
-    UI=$(sed -n 's/^listening on //p' "$WORK/ui.out")
-    [ -n "$UI" ] && return 0
-    kill -0 "$UI_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$WORK/ui.err"
-}
-start_ui
+SERVE_URL=$URL
+start_listening ui "$REEL" ui --port 0 --runs "$WORK/runs" --datasets "$WORK/data" \
+  --pipelines "$WORK/pipelines" --serve "$SERVE_URL" --scheduler "$SCHED" --scrape-ms 200
+UI=$URL UI_PID=$PID
+URL=$SERVE_URL
 check "reel ui came up" test -n "$UI"
 export RUNNING_JOB WAITING_JOB
 check "the expectations" python3 - "$WORK" "$WRITER" "$READER" "$URL" <<'PY'

@@ -3,9 +3,10 @@
 // the API's reference; this header is the server's contract.
 //
 // What it reads, each optional:
-//   runs       a folder searched (4 levels deep) for run folders: metrics.jsonl, eval.json,
-//              config.yaml and checkpoints/ as `reel train` writes them
-//   datasets   folders searched (3 levels deep) for Reel datasets (manifest.json) and their
+//   runs       a folder searched 6 levels deep (a pipeline's outputs sit 5 down in its state
+//              folder) for run folders: metrics.jsonl, eval.json, config.yaml and checkpoints/
+//              as `reel train` writes them
+//   datasets   folders searched (6 levels deep) for Reel datasets (manifest.json) and their
 //              ingest_report.json
 //   registry   a model registry by URI (registry/views.h's OpenRegistry: a folder, postgresql://
 //              with chunks, or http:// of `reel registry serve`)

@@ -232,7 +232,7 @@ std::vector<std::string> FindDatasets(const std::vector<std::string>& roots) {
     fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (!it->is_directory(ignored)) continue;
-      if (it.depth() >= 2) it.disable_recursion_pending();
+      if (it.depth() >= 5) it.disable_recursion_pending();
       if (fs::is_regular_file(it->path() / "manifest.json", ignored)) {
         out.push_back(it->path().string());
         it.disable_recursion_pending();  // a dataset's own folders are its splits

@@ -55,7 +55,7 @@ struct RunData {
 
 // Folders under `root` (itself included, at most `depth` levels down) holding a metrics.jsonl,
 // sorted. Errors: NotFound when `root` is not a folder.
-Result<std::vector<std::string>> FindRunFolders(const std::string& root, int depth = 4);
+Result<std::vector<std::string>> FindRunFolders(const std::string& root, int depth = 6);
 
 // Thins `n` points to at most `max_points` (0: all): buckets of equal width, keeping in each the
 // first point, the lowest and the highest `key` value, and always the last point, so spikes

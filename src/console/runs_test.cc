@@ -90,12 +90,14 @@ TEST(RunReaderTest, ARewrittenFileIsReadAgainFromTheStart) {
 
 TEST(FindRunFoldersTest, FindsNestedRunsButNotInsideCheckpoints) {
   testing::TempDir dir;
-  for (const char* d : {"a", "group/b", "group/b/checkpoints/step-1", "x/y/z/w/too-deep"}) {
+  for (const char* d : {"a", "group/b", "group/b/checkpoints/step-1",
+                        "pipelines/artifacts/main-1/train/run", "x/y/z/w/v/u/too-deep"}) {
     std::filesystem::create_directories(dir.path() + "/" + d);
     Append(dir.path() + "/" + d + "/metrics.jsonl", "");
   }
   ASSERT_OK_AND_ASSIGN(auto found, FindRunFolders(dir.path()));
-  EXPECT_THAT(found, ElementsAre(dir.path() + "/a", dir.path() + "/group/b"));
+  EXPECT_THAT(found, ElementsAre(dir.path() + "/a", dir.path() + "/group/b",
+                                 dir.path() + "/pipelines/artifacts/main-1/train/run"));
   EXPECT_STATUS(FindRunFolders(dir.path() + "/missing").status(), StatusCode::kNotFound);
 }
 
