@@ -55,6 +55,14 @@ check "an unknown policy exits 3" bash -c "[ $? -eq 3 ] && grep -q \"unknown pol
 "$REEL" sched simulate --trace "$WORK/none.csv" > "$WORK/sim.err" 2>&1
 check "a missing trace exits 2" bash -c "[ $? -eq 2 ] && grep -q 'cannot read trace' '$WORK/sim.err'"
 
+# reel ui's users are the registry's: with neither a registry nor --no-auth it says so and exits
+# 3, and looking creates no registry.
+mkdir -p "$WORK/ui-empty"
+(cd "$WORK/ui-empty" && env -u REEL_REGISTRY_URI timeout 30 "$REEL" ui --port 0 > out.txt 2> err.txt); code=$?
+check "reel ui without a registry or --no-auth exits 3" test "$code" -eq 3
+check "and names both ways out" grep -q -- "--registry.*--no-auth" "$WORK/ui-empty/err.txt"
+check "and creates nothing" test -z "$(ls -A "$WORK/ui-empty" | grep -v -e out.txt -e err.txt)"
+
 # --help lists exactly the commands that exist (README and docs promise no others).
 listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
 check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched ui" \

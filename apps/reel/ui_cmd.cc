@@ -8,6 +8,7 @@
 // Prints "listening on http://ADDRESS" as its first line (with --port 0, the port it picked),
 // serves until SIGINT or SIGTERM, then lets requests in flight finish.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -39,6 +40,11 @@ console::ConsoleOptions OptionsFrom(const Flags& f) {
   o.runs = std::filesystem::is_directory(f.runs, ec) ? f.runs : "";
   o.datasets = f.datasets.empty() ? std::vector<std::string>{f.runs} : f.datasets;
   o.registry = registry::RegistryUriOrDefault(f.registry);
+  // The default registry is shown when it exists; looking must not create one.
+  if (f.registry.empty() && std::getenv("REEL_REGISTRY_URI") == nullptr &&
+      !std::filesystem::is_directory(o.registry, ec)) {
+    o.registry.clear();
+  }
   o.registry_chunks = f.chunks;
   o.pipelines = std::filesystem::is_directory(f.pipelines, ec) ? f.pipelines : "";
   o.scheduler = f.scheduler;
@@ -64,7 +70,8 @@ int RunUi(const Flags& f) {
   if (!server.ok()) return Fail(kUi, server.status());
   std::printf("listening on %s\n", (*server)->url().c_str());
   std::printf("runs %s, registry %s, pipelines %s, %s\n",
-              options.runs.empty() ? "(none)" : options.runs.c_str(), options.registry.c_str(),
+              options.runs.empty() ? "(none)" : options.runs.c_str(),
+              options.registry.empty() ? "(none)" : options.registry.c_str(),
               options.pipelines.empty() ? "(none)" : options.pipelines.c_str(),
               f.no_auth ? "no auth: every caller is an admin" : "the registry's tokens required");
   std::fflush(stdout);

@@ -86,7 +86,8 @@ Result<Response> ShowVersion(Registry& r, const std::string& model, const std::s
   return Response::Json(200, j);
 }
 
-// Versions of `model` and where they came from: parents (outside the model too) and datasets.
+// Versions of `model` and where they came from: parents (outside the model too), datasets and
+// the runs they were registered from.
 Result<Response> Lineage(Registry& r, const std::string& model) {
   REEL_ASSIGN_OR_RETURN(auto versions, r.ListVersions(model));
   REEL_ASSIGN_OR_RETURN(auto aliases, r.ListAliases(model));
@@ -120,6 +121,16 @@ Result<Response> Lineage(Registry& r, const std::string& model) {
         nodes.push_back({{"id", id}, {"kind", "dataset"}, {"label", v.dataset_uri}});
       }
       edges.push_back({{"from", id}, {"to", v.id.ToString()}, {"kind", "data"}});
+    }
+    // The run (or checkpoint folder) a version was registered from, which `reel train` and
+    // `reel models register` record as the recipe's source.
+    const auto source = v.recipe.is_object() ? v.recipe.find("source") : v.recipe.end();
+    if (v.recipe.is_object() && source != v.recipe.end() && source->is_string()) {
+      const std::string id = "run:" + source->get<std::string>();
+      if (datasets.insert(id).second) {
+        nodes.push_back({{"id", id}, {"kind", "run"}, {"label", *source}});
+      }
+      edges.push_back({{"from", id}, {"to", v.id.ToString()}, {"kind", "run"}});
     }
   }
   return Response::Json(200, {{"nodes", std::move(nodes)}, {"edges", std::move(edges)}});

@@ -65,6 +65,7 @@ class ConsoleTest : public ::testing::Test {
         v.parents = {{"clf", 1}};
       }
       v.dataset_uri = "/data/ds";
+      if (i == 0) v.recipe = {{"op", "train"}, {"source", "/runs/exp/a"}};
       v.metrics = {{"top1", 0.5 + 0.25 * i}};
       ASSERT_OK(reg->Register(v, registry::kRoot).status());
     }
@@ -192,7 +193,9 @@ TEST_F(ConsoleTest, ModelsShowVersionsLineageAndADiff) {
   EXPECT_EQ(model["versions"][0]["metrics"]["top1"], 0.75);
 
   const nlohmann::json lineage = Json(reader_, "/ui/api/models/clf/lineage");
-  EXPECT_EQ(lineage["nodes"].size(), 3u);  // two versions and their dataset
+  EXPECT_EQ(lineage["nodes"].size(), 4u);  // two versions, their dataset, v1's run
+  EXPECT_THAT(lineage["edges"].dump(),
+              HasSubstr(R"({"from":"run:/runs/exp/a","kind":"run","to":"models:/clf/1"})"));
   EXPECT_THAT(lineage["edges"].dump(),
               HasSubstr(R"({"from":"models:/clf/1","kind":"parent","to":"models:/clf/2"})"));
   EXPECT_THAT(lineage["edges"].dump(),
@@ -281,7 +284,7 @@ TEST_F(ConsoleTest, ARegistryServerDecidesWithTheCallersToken) {
 
   EXPECT_EQ(Json(reader_, "/ui/api/whoami")["user"], "rita");
   EXPECT_EQ(Json(reader_, "/ui/api/models")["models"][0]["name"], "clf");
-  EXPECT_EQ(Json(reader_, "/ui/api/models/clf/lineage")["nodes"].size(), 3u);
+  EXPECT_EQ(Json(reader_, "/ui/api/models/clf/lineage")["nodes"].size(), 4u);
   ASSERT_OK_AND_ASSIGN(http::Response wrong, Call("reel_nobody", "GET", "/ui/api/models"));
   EXPECT_EQ(wrong.status, 401);
   ASSERT_OK_AND_ASSIGN(

@@ -1070,15 +1070,22 @@ function diffForm(versions) {
 // other models dashed; edges run from parent or dataset to child.
 function lineageGraph(lineage, model) {
   const nodes = (lineage.nodes || []).map(n => lineageNode(n, model));
-  const edges = (lineage.edges || []).map(e => ({from: e.from, to: e.to, cls: e.kind === 'data' ? 'data' : ''}));
+  const edges = (lineage.edges || []).map(e => ({from: e.from, to: e.to,
+    cls: e.kind === 'data' || e.kind === 'run' ? e.kind : ''}));
   return [drawDag({nodes, edges, rankdir: 'LR', test: 'lineage'}),
-    h('p', {class: 'legend small muted'}, 'boxes: versions · pills: datasets · dashed: outside this model · ' +
-      'dashed edges: training data')];
+    h('p', {class: 'legend small muted'}, 'boxes: versions · pills: datasets · green: the run or checkpoints ' +
+      'a version was registered from · dashed: outside this model · dashed edges: training data')];
+}
+
+// The last two parts of a long path, which tell runs and datasets apart.
+function tail(path) {
+  const parts = String(path).split('/').filter(Boolean);
+  return parts.length > 2 ? '…/' + parts.slice(-2).join('/') : String(path);
 }
 
 function lineageNode(n, model) {
   if (n.kind === 'version') return versionNode(n);
-  const label = n.kind === 'dataset' ? n.label || n.id : shortUri(n.label || n.id, model);
+  const label = n.kind === 'dataset' || n.kind === 'run' ? tail(n.label || n.id) : shortUri(n.label || n.id, model);
   const width = textWidth(label) + 28;
   return {id: n.id, width, height: 34, attrs: {class: `node ${n.kind}`, 'data-kind': n.kind},
     draw: g => g.append(s('title', {}, n.id),
