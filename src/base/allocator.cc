@@ -1,5 +1,9 @@
 #include "base/allocator.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
 
@@ -22,6 +26,22 @@ bool RetainFreedHeapMemory() {
 #else
   return false;
 #endif
+}
+
+std::string ZeroedBuffer(size_t size) {
+  constexpr size_t kHugePageWorthwhile = 4 << 20;
+  std::string out;
+  if (size >= kHugePageWorthwhile) {
+    out.reserve(size);  // allocated, not yet touched
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    char* data = out.data();
+    const size_t lead = (page - reinterpret_cast<uintptr_t>(data) % page) % page;  // to a page
+    const size_t whole = (size - lead) / page * page;
+    // Advice only: a kernel without transparent huge pages says no and the pages stay 4 KiB.
+    if (whole > 0) ::madvise(data + lead, whole, MADV_HUGEPAGE);
+  }
+  out.resize(size);
+  return out;
 }
 
 }  // namespace reel

@@ -42,5 +42,20 @@ TEST(RetainFreedHeapMemoryTest, LargeBuffersComeFromTheHeapAndStayAfterFree) {
 #endif
 }
 
+TEST(ZeroedBufferTest, IsZeroedAndWritableAtEverySize) {
+  for (size_t size :
+       {size_t{0}, size_t{1}, size_t{4095}, size_t{(4 << 20) - 1}, size_t{(8 << 20) + 3}}) {
+    std::string buffer = ZeroedBuffer(size);
+    ASSERT_EQ(buffer.size(), size);
+    EXPECT_EQ(buffer.find_first_not_of('\0'), std::string::npos) << size;
+    if (size > 0) {
+      buffer[size - 1] = 'x';
+      buffer[0] = 'y';
+      EXPECT_EQ(buffer.front(), 'y');
+      EXPECT_EQ(buffer.back(), size > 1 ? 'x' : 'y');
+    }
+  }
+}
+
 }  // namespace
 }  // namespace reel

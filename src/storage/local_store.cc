@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 
+#include "base/allocator.h"
 #include "storage/listing.h"
 
 namespace reel::storage {
@@ -219,7 +220,7 @@ Result<int> OpenForRead(std::string_view key, const std::string& path, struct st
 }
 
 Result<std::string> ReadRange(int fd, uint64_t offset, uint64_t length, const std::string& path) {
-  std::string out(length, '\0');
+  std::string out = ZeroedBuffer(length);
   uint64_t done = 0;
   while (done < length) {
     ssize_t n = ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
