@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/allocator.h"
 #include "base/hash.h"
 #include "base/logging.h"
 #include "base/uri.h"
@@ -419,11 +420,11 @@ Result<std::string> GetPart(S3Store::Impl& impl, std::string_view key, uint64_t 
     REEL_ASSIGN_OR_RETURN(ObjectInfo head, HeadObject(impl, key));
     if (offset > head.size) return out_of_range(head.size);
     length = std::min(length, head.size - offset);
-    std::string data(length, '\0');
+    std::string data = ZeroedBuffer(length);  // huge pages: see base/allocator.h
     REEL_RETURN_IF_ERROR(FetchParallel(impl, key, offset, length, head.etag, data.data()));
     return data;
   }
-  std::string data(length, '\0');
+  std::string data = ZeroedBuffer(length);
   HttpRequest request;
   request.url = impl.ObjectUrl(FullKey(impl, key));
   request.headers.emplace_back("Range", RangeHeader(offset, length));
