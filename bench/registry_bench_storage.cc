@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/files.h"
 #include "base/json.h"
 #include "base/status.h"
 #include "bench/registry_bench_util.h"

@@ -127,15 +127,6 @@ Result<std::string> Shell(const std::string& command, const std::string& log) {
                              all.substr(all.size() > 600 ? all.size() - 600 : 0));
 }
 
-uint64_t TreeBytes(const std::string& dir) {
-  uint64_t total = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec)) total += it->file_size(ec);
-  }
-  return total;
-}
-
 Status MakeFolder(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);

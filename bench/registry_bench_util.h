@@ -55,9 +55,6 @@ void Progress(const std::string& what);
 // Errors: Internal naming the command, its exit code and the end of its log.
 Result<std::string> Shell(const std::string& command, const std::string& log);
 
-// Bytes of the regular files under `dir` (0 when it does not exist).
-uint64_t TreeBytes(const std::string& dir);
-
 Status MakeFolder(const std::string& path);
 Status WriteFile(const std::string& path, const std::string& bytes);
 Result<std::string> ReadFile(const std::string& path);

@@ -3,8 +3,10 @@
 // Thread-safety: pure functions of the file system.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -17,5 +19,15 @@ Result<std::string> ReadFileToString(const std::string& path, std::string_view w
 // Writes `bytes` to PATH.tmp, then renames it over `path`: a reader sees the old file or the
 // whole new one, never a part.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+
+// Bytes of the regular files under `dir`, recursively (0 when it does not exist).
+uint64_t TreeBytes(const std::string& dir);
+
+// `root` and the folders below it, at most `depth` levels down, that hold a regular file named
+// `marker`, sorted. The search does not go into a folder that holds one, nor into folders named
+// in `skip` or starting with '.'. Errors: NotFound when `root` is not a folder.
+Result<std::vector<std::string>> FindFoldersHolding(const std::string& root,
+                                                    const std::string& marker, int depth,
+                                                    const std::vector<std::string>& skip = {});
 
 }  // namespace reel

@@ -20,12 +20,6 @@ nlohmann::json Num(double value) {
   return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
-Result<nlohmann::json> JsonObjectBody(const Request& request) {
-  nlohmann::json body = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (!body.is_object()) return InvalidArgumentError("request body: expected a JSON object");
-  return body;
-}
-
 Role Caller::Workspace() const { return principal.admin ? Role::kAdmin : principal.RoleFor("*"); }
 
 Role Caller::For(const std::string& model) const {
@@ -99,51 +93,16 @@ Status AddAssetRoutes(http::Router* router) {
   return Status::Ok();
 }
 
-// -1 where the source is not configured or cannot be read: the page says so.
-int64_t CountRuns(const std::string& root) {
-  if (root.empty()) return -1;
-  Result<std::vector<std::string>> found = FindRunFolders(root);
-  return found.ok() ? static_cast<int64_t>(found->size()) : -1;
-}
-
-int64_t CountModels(Console::State* st, const Caller& caller) {
-  int64_t n = -1;
-  st->WithRegistry(caller,
-                   [&](registry::Registry& r) -> Result<Response> {
-                     REEL_ASSIGN_OR_RETURN(auto models, r.ListModels());
-                     n = static_cast<int64_t>(models.size());
-                     return Response{};
-                   })
-      .status()
-      .IgnoreError();  // -1 says the registry could not be read
-  return n;
-}
-
 Status AddCoreRoutes(Console::State* st, http::Router* router) {
   REEL_RETURN_IF_ERROR(router->Add("GET", "/ui/api/health", [](const Request&) {
     return Response::Json(200, {{"status", "ok"}});
   }));
-  REEL_RETURN_IF_ERROR(router->Add(
+  return router->Add(
       "GET", "/ui/api/whoami",
       st->Api(Role::kNone, [st](const Caller& c, const Request&) -> Result<Response> {
         return Response::Json(200, {{"user", c.name},
                                     {"auth", !st->options.no_auth},
                                     {"role", std::string(registry::RoleName(c.Workspace()))}});
-      })));
-  return router->Add(
-      "GET", "/ui/api/overview",
-      st->Api(Role::kReader, [st](const Caller& c, const Request&) -> Result<Response> {
-        const ConsoleOptions& o = st->options;
-        return Response::Json(200, {{"runs", CountRuns(o.runs)},
-                                    {"models", CountModels(st, c)},
-                                    {"serving", static_cast<int64_t>(o.serve.size())},
-                                    {"sources",
-                                     {{"runs", o.runs},
-                                      {"registry", o.registry},
-                                      {"pipelines", o.pipelines},
-                                      {"scheduler", o.scheduler},
-                                      {"serve", o.serve},
-                                      {"datasets", o.datasets}}}});
       }));
 }
 

@@ -81,7 +81,5 @@ Status AddPipelineRoutes(Console::State* st, http::Router* router);
 
 // A JSON number, or null for NaN and infinities (JSON has neither).
 nlohmann::json Num(double value);
-// The request body as a JSON object. Errors: InvalidArgument.
-Result<nlohmann::json> JsonObjectBody(const http::Request& request);
 
 }  // namespace reel::console

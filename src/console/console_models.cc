@@ -1,8 +1,9 @@
 // /ui/api/models..., /ui/api/diff: the model registry as the console shows it, each model behind
 // its reader role, an alias move behind writer (the registry itself wants admin when protected).
-#include <cstdlib>
+#include <optional>
 #include <set>
 
+#include "base/strings.h"
 #include "console/console_internal.h"
 #include "registry/diff.h"
 #include "registry/model_uri.h"
@@ -70,12 +71,11 @@ Result<Response> ShowModel(const Caller& c, Registry& r, const std::string& mode
 }
 
 Result<int64_t> PositiveInt(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const long long n = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || n <= 0) {
+  const std::optional<int64_t> n = ParseInt64(text);
+  if (!n || *n <= 0) {
     return InvalidArgumentError(what + " '" + text + "': expected a positive integer");
   }
-  return static_cast<int64_t>(n);
+  return *n;
 }
 
 Result<Response> ShowVersion(Registry& r, const std::string& model, const std::string& version) {
@@ -136,14 +136,6 @@ Result<Response> Lineage(Registry& r, const std::string& model) {
   return Response::Json(200, {{"nodes", std::move(nodes)}, {"edges", std::move(edges)}});
 }
 
-nlohmann::json KeyChanges(const nlohmann::json& changes) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const nlohmann::json& c : changes) {
-    out.push_back({{"key", c["key"]}, {"a", c["from"]}, {"b", c["to"]}});
-  }
-  return out;
-}
-
 Result<Response> Diff(const Caller& c, Registry& r, const Request& request) {
   const auto a_it = request.query.find("a"), b_it = request.query.find("b");
   if (a_it == request.query.end() || b_it == request.query.end()) {
@@ -156,28 +148,23 @@ Result<Response> Diff(const Caller& c, Registry& r, const Request& request) {
   REEL_ASSIGN_OR_RETURN(registry::VersionInfo a, r.Get(a_it->second));
   REEL_ASSIGN_OR_RETURN(registry::VersionInfo b, r.Get(b_it->second));
   REEL_ASSIGN_OR_RETURN(registry::VersionDiff diff, registry::DiffVersions(r, a, b));
-  const nlohmann::json whole = diff.ToJson();
-  nlohmann::json counts = nlohmann::json::object();
+  // `reel models diff --json`'s document, with the tensor counts a page shows first.
+  nlohmann::json out = diff.ToJson();
+  nlohmann::json& counts = out["counts"] = nlohmann::json::object();
   for (auto kind :
        {registry::TensorChange::Kind::kUnchanged, registry::TensorChange::Kind::kChanged,
         registry::TensorChange::Kind::kAdded, registry::TensorChange::Kind::kRemoved,
         registry::TensorChange::Kind::kShapeChanged}) {
     counts[std::string(registry::TensorChangeName(kind))] = diff.Count(kind);
   }
-  return Response::Json(200, {{"a", whole["a"]},
-                              {"b", whole["b"]},
-                              {"architecture", KeyChanges(whole["architecture"])},
-                              {"config", KeyChanges(whole["config"])},
-                              {"metrics", KeyChanges(whole["metrics"])},
-                              {"tensors", whole["tensors"]},
-                              {"counts", std::move(counts)}});
+  return Response::Json(200, out);
 }
 
 Result<Response> MoveAlias(const Caller& c, Registry& r, const Request& request) {
   const std::string& model = request.params.at("model");
   const std::string& alias = request.params.at("alias");
   REEL_RETURN_IF_ERROR(Require(c, model, Role::kWriter));
-  REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonObjectBody(request));
+  REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(request));
   if (!body.contains("version") || !body["version"].is_number_integer()) {
     return InvalidArgumentError("request body: expected {\"version\": <integer>}");
   }

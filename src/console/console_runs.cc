@@ -44,12 +44,6 @@ std::string RunName(const std::string& root, const std::string& folder) {
   return rel.empty() ? "." : rel;
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 double Last(const std::vector<double>& v) { return v.empty() ? std::nan("") : v.back(); }
 
 nlohmann::json RunSummary(const std::string& root, const std::string& folder, const RunData& d) {
@@ -66,7 +60,7 @@ nlohmann::json RunSummary(const std::string& root, const std::string& folder, co
           {"top1", eval ? Num(eval->top1) : nlohmann::json(nullptr)},
           {"top5", eval ? Num(eval->top5) : nlohmann::json(nullptr)},
           {"updated_ms", d.modified_ms},
-          {"live", !finished && NowMs() - d.modified_ms < kLiveMs},
+          {"live", !finished && sched::NowUnixMs() - d.modified_ms < kLiveMs},
           {"finished", finished},
           {"points", d.series.size()}};
 }
@@ -185,15 +179,6 @@ Result<Response> RunEval(Console::State* st, const Request& r) {
   return Response::Json(200, TrimReport(std::move(report)));
 }
 
-uint64_t FolderBytes(const fs::path& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec)) bytes += it->file_size(ec);
-  }
-  return bytes;
-}
-
 nlohmann::json Checkpoints(const std::string& folder) {
   nlohmann::json out = nlohmann::json::array();
   std::error_code ec;
@@ -201,9 +186,9 @@ nlohmann::json Checkpoints(const std::string& folder) {
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!it->is_directory(ec) || name.rfind("step-", 0) != 0) continue;
-    out.push_back({{"step", std::strtoll(name.c_str() + 5, nullptr, 10)},
+    out.push_back({{"step", ParseInt64(name.substr(5)).value_or(-1)},
                    {"uri", it->path().string()},
-                   {"bytes", FolderBytes(it->path())}});
+                   {"bytes", TreeBytes(it->path().string())}});
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a["step"] < b["step"]; });
@@ -224,20 +209,15 @@ Result<Response> RunConfig(Console::State* st, const Request& r) {
 
 // --- datasets ---------------------------------------------------------------------------------
 
+constexpr int kDatasetDepth = 6;  // as runs: a pipeline's outputs sit 5 folders down
+
+// Datasets under every root, each once.
 std::vector<std::string> FindDatasets(const std::vector<std::string>& roots) {
   std::vector<std::string> out;
   for (const std::string& root : roots) {
-    std::error_code ec, ignored;  // a file that is not there is no dataset, not an error
-    if (fs::is_regular_file(root + "/manifest.json", ignored)) out.push_back(root);
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (!it->is_directory(ignored)) continue;
-      if (it.depth() >= 5) it.disable_recursion_pending();
-      if (fs::is_regular_file(it->path() / "manifest.json", ignored)) {
-        out.push_back(it->path().string());
-        it.disable_recursion_pending();  // a dataset's own folders are its splits
-      }
-    }
+    Result<std::vector<std::string>> found =
+        FindFoldersHolding(root, "manifest.json", kDatasetDepth);
+    if (found.ok()) out.insert(out.end(), found->begin(), found->end());  // a missing root: none
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -298,13 +278,12 @@ Result<nlohmann::json> DatasetJson(const std::string& folder, bool whole) {
 Result<std::string> DatasetAt(Console::State* st, const Request& r) {
   const std::vector<std::string> found = FindDatasets(st->options.datasets);
   const std::string& text = r.params.at("index");
-  char* end = nullptr;
-  const long long i = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || i < 0 || static_cast<size_t>(i) >= found.size()) {
+  const std::optional<int64_t> i = ParseInt64(text);
+  if (!i || *i < 0 || static_cast<size_t>(*i) >= found.size()) {
     return NotFoundError("no dataset " + text + " (there are " + std::to_string(found.size()) +
                          ")");
   }
-  return found[static_cast<size_t>(i)];
+  return found[static_cast<size_t>(*i)];
 }
 
 // --- clip previews ----------------------------------------------------------------------------
@@ -317,8 +296,9 @@ Result<std::optional<dataset::Record>> NthOfClass(storage::ObjectStore& store,
                                                   const dataset::SplitInfo& info, int label,
                                                   int64_t nth) {
   for (const dataset::ShardEntry& shard : info.shards) {
-    const auto number = static_cast<uint32_t>(std::strtoul(shard.name.c_str() + 6, nullptr, 10));
-    REEL_ASSIGN_OR_RETURN(auto reader, dataset::ShardReader::Open(store, root, split, number));
+    const std::optional<uint32_t> number = dataset::ParseShardName(shard.name);
+    if (!number) return DataLossError("bad shard name '" + shard.name + "' in split " + split);
+    REEL_ASSIGN_OR_RETURN(auto reader, dataset::ShardReader::Open(store, root, split, *number));
     const auto& records = reader->index().records;
     for (size_t i = 0; i < records.size(); ++i) {
       if (records[i].label != label || nth-- > 0) continue;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "base/files.h"
 #include "base/json.h"
 
 namespace reel::console {
@@ -115,26 +116,8 @@ Result<std::string> ReadFrom(const std::string& path, uint64_t offset, uint64_t 
 }  // namespace
 
 Result<std::vector<std::string>> FindRunFolders(const std::string& root, int depth) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return NotFoundError("runs folder " + root + " does not exist");
-  std::vector<std::string> out;
-  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-  if (ec) return UnavailableError("cannot list " + root + ": " + ec.message());
-  std::error_code ignored;  // a file that is not there is no run, not an error
-  if (fs::is_regular_file(root + kMetricsFile, ignored)) out.push_back(root);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory(ignored)) continue;
-    // A run's own folders (checkpoints, step-N) hold no runs: do not descend into them.
-    const std::string name = it->path().filename().string();
-    if (it.depth() + 1 >= depth || name == "checkpoints" || name.rfind('.', 0) == 0) {
-      it.disable_recursion_pending();
-    }
-    if (fs::is_regular_file(it->path().string() + kMetricsFile, ignored)) {
-      out.push_back(it->path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  // A run's own folders (checkpoints/step-N) hold no runs.
+  return FindFoldersHolding(root, "metrics.jsonl", depth, {"checkpoints"});
 }
 
 std::vector<size_t> ThinIndices(const std::vector<double>& key, size_t max_points) {

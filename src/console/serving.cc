@@ -166,6 +166,7 @@ ServingWatcher::ServingWatcher(std::vector<std::string> urls, int64_t period_ms,
     : urls_(std::move(urls)),
       period_ms_(std::max<int64_t>(period_ms, 50)),
       history_(std::max<size_t>(history, 2)),
+      clients_(urls_.size()),
       state_(urls_.size()) {
   if (!urls_.empty()) thread_ = std::thread([this] { Loop(); });
 }
@@ -197,11 +198,14 @@ void ServingWatcher::Loop() {
 }
 
 void ServingWatcher::ScrapeOnce(size_t i, double t) {
-  http::ClientOptions options;
-  options.timeout = std::chrono::milliseconds(std::max<int64_t>(period_ms_, 2000));
   Result<std::vector<MetricSample>> samples = [&]() -> Result<std::vector<MetricSample>> {
-    REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(urls_[i], options));
-    REEL_ASSIGN_OR_RETURN(http::Response answer, client.Get("/metrics"));
+    if (!clients_[i]) {  // one kept-alive connection per server, across scrapes
+      http::ClientOptions options;
+      options.timeout = std::chrono::milliseconds(std::max<int64_t>(period_ms_, 2000));
+      REEL_ASSIGN_OR_RETURN(http::Client client, http::Client::Make(urls_[i], options));
+      clients_[i].emplace(std::move(client));
+    }
+    REEL_ASSIGN_OR_RETURN(http::Response answer, clients_[i]->Get("/metrics"));
     if (answer.status != 200) return http::StatusFromResponse(answer, "GET /metrics");
     return ParsePrometheusText(answer.body);
   }();

@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "http/client.h"
 
 namespace reel::console {
 
@@ -81,6 +83,7 @@ class ServingWatcher {
   const std::vector<std::string> urls_;
   const int64_t period_ms_;
   const size_t history_;
+  std::vector<std::optional<http::Client>> clients_;  // the scraper thread's own
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

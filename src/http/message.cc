@@ -114,6 +114,13 @@ Response Response::Error(int http_status, const Status& status) {
   return r;
 }
 
+Result<nlohmann::json> JsonObjectBody(const Request& request) {
+  Result<nlohmann::json> doc = ParseJson(request.body, "request body");
+  if (!doc.ok()) return InvalidArgumentError(doc.status().message());
+  if (!doc->is_object()) return InvalidArgumentError("request body: expected a JSON object");
+  return doc;
+}
+
 Status UnauthenticatedError(std::string message) {
   return PermissionDeniedError(std::string(kUnauthenticatedPrefix) + std::move(message));
 }

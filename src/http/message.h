@@ -74,6 +74,9 @@ struct Response {
 
 // PermissionDenied "unauthenticated: <message>" (see above).
 Status UnauthenticatedError(std::string message);
+
+// The request's body as a JSON object. Errors: InvalidArgument naming what is wrong with it.
+Result<nlohmann::json> JsonObjectBody(const Request& request);
 bool IsUnauthenticated(const Status& status);
 
 // The HTTP status Response::Error uses for `status`.

@@ -207,9 +207,11 @@ Status LavcEncoder::Init() {
   if (ret < 0) return AvErrorToStatus(ret, Where() + ": writing the header");
   header_written_ = true;
 
-  yuv_ = internal::MakeFrame();
   packet_ = internal::MakePacket();
-  if (!yuv_ || !packet_) return internal::OutOfMemory(Where());
+  if (!packet_) return internal::OutOfMemory(Where());
+  if (png()) return Status::Ok();  // RGB frames go to the encoder as they are: no YUV picture
+  yuv_ = internal::MakeFrame();
+  if (!yuv_) return internal::OutOfMemory(Where());
   yuv_->format = AV_PIX_FMT_YUV420P;
   yuv_->width = enc_width_;
   yuv_->height = enc_height_;

@@ -38,13 +38,6 @@ using Body = std::function<Result<Response>(Session&, const Caller&, const Reque
 
 Response Ok() { return Response::Json(200, nlohmann::json::object()); }
 
-Result<nlohmann::json> JsonBody(const Request& request) {
-  Result<nlohmann::json> doc = ParseJson(request.body, "request body");
-  if (!doc.ok()) return InvalidArgumentError(doc.status().message());
-  if (!doc->is_object()) return InvalidArgumentError("request body: expected a JSON object");
-  return doc;
-}
-
 Result<int64_t> VersionParam(const Request& request) {
   const std::string& text = request.params.at("version");
   char* end = nullptr;
@@ -159,7 +152,7 @@ Result<NewVersion> ParseRegistration(const Request& request, const WeightStore& 
 
 // Which of the addresses in {"chunks": [...]} the store lacks.
 Result<Response> MissingChunks(const WeightStore& store, const Request& request) {
-  REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(request));
+  REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(request));
   const nlohmann::json chunks = body.value("chunks", nlohmann::json());
   if (!chunks.is_array()) return InvalidArgumentError("request body: expected {\"chunks\": [...]}");
   nlohmann::json missing = nlohmann::json::array();
@@ -387,7 +380,7 @@ Status AddVersionWriteRoutes(RegistryService::State& st, http::Router* r) {
       "PUT", v + "/{version}/tags/{key}",
       st.Guard(Role::kWriter, [](Session& s, const Caller&, const Request& q) -> Result<Response> {
         REEL_ASSIGN_OR_RETURN(VersionId id, VersionOf(q));
-        REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(q));
+        REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(q));
         JsonFields f(body, "");
         const std::string value = f.String("value");
         if (!f.ok()) return InvalidArgumentError(f.error());
@@ -417,7 +410,7 @@ Status AddRefRoutes(RegistryService::State& st, http::Router* r) {
       r->Add("POST", m + "/branches",
              st.Guard(Role::kWriter,
                       [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
-                        REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(q));
+                        REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(q));
                         JsonFields f(body, "");
                         const std::string name = f.String("name");
                         const int64_t from = f.Int("from");
@@ -451,7 +444,7 @@ Status AddRefRoutes(RegistryService::State& st, http::Router* r) {
       r->Add("PUT", m + "/aliases/{alias}",
              st.Guard(Role::kWriter,
                       [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
-                        REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(q));
+                        REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(q));
                         JsonFields f(body, "");
                         const int64_t version = f.Int("version");
                         std::optional<bool> protect;
@@ -478,7 +471,7 @@ Status AddRefRoutes(RegistryService::State& st, http::Router* r) {
   REEL_RETURN_IF_ERROR(r->Add(
       "POST", "/api/v1/gc",
       st.Guard(Role::kNone, [](Session& s, const Caller& c, const Request& q) -> Result<Response> {
-        REEL_ASSIGN_OR_RETURN(nlohmann::json body, JsonBody(q));
+        REEL_ASSIGN_OR_RETURN(nlohmann::json body, http::JsonObjectBody(q));
         GcOptions options;
         JsonFields f(body, "");
         if (body.contains("grace_ms")) options.grace_ms = f.Int("grace_ms");

@@ -57,7 +57,7 @@ class Run {
   Status EvaluateAndReport(bool final_eval);
   int EvalThreads() const;  // 0: leave LibTorch's thread count as it is
   Result<loader::Batch> NextBatch();
-  void WriteLine(const nlohmann::json& line);
+  void WriteLine(nlohmann::json line);  // by value: it adds the time
   bool leader() const { return o_.world.rank == 0; }
   Status ConnectWorld();
   Status WaitForLeader(const std::string& what);

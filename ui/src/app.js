@@ -1128,8 +1128,8 @@ async function pageDiff(page, a, b) {
   const d = await api(`/ui/api/diff?a=${enc(a)}&b=${enc(b)}`);
   const counts = d.counts || {};
   root.append(h('p', {class: 'mono'}, d.a || a, ' → ', d.b || b),
-    h('div', {class: 'stats'}, ['changed', 'shape_changed', 'added', 'removed', 'unchanged'].map(k =>
-      h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, k.replace('_', ' ') + ' tensors'),
+    h('div', {class: 'stats'}, ['changed', 'shape-changed', 'added', 'removed', 'unchanged'].map(k =>
+      h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, k.replace('-', ' ') + ' tensors'),
         h('div', {class: 'stat-value', 'data-test': 'diff-count', 'data-kind': k}, fmtInt(counts[k] ?? 0))))),
     h('div', {class: 'two-col'},
       section('Config changes', changesTable(d.config || [], 'diff-config')),
@@ -1147,7 +1147,7 @@ function showValue(v, metric) {
 function changesTable(list, test, metric) {
   if (!list.length) return muted('No changes.');
   return table(['key', 'a', 'b'], list.map(c => h('tr', {'data-test': test, 'data-key': c.key},
-    td(c.key, {class: 'mono'}), td(showValue(c.a, metric), {class: 'old'}), td(showValue(c.b, metric), {class: 'new'}))));
+    td(c.key, {class: 'mono'}), td(showValue(c.from, metric), {class: 'old'}), td(showValue(c.to, metric), {class: 'new'}))));
 }
 
 // Tensors: the changed ones first, largest relative L2 first; unchanged ones behind a switch since a
