@@ -1,21 +1,33 @@
 // ingest_bench: `reel ingest` throughput on one input set (datagen videos plus the real clips in
 // testdata/videos) beside
-//   (a) the limit: the ffmpeg command line decoding the same files to null, with the same number
-//       of threads (one ffmpeg per video, `threads` of them at a time, 1 decoder thread each);
+//   (a) the limit: every frame of the same files decoded with libavcodec and nothing else, in
+//       this process, on the same number of threads (one video per thread, 1 decoder thread);
 //   (b) the naive pipeline: ffmpeg cutting clips, then OpenCV dumping every frame as JPEG
 //       (bench/naive_ingest.py, `threads` processes);
-// and the stored bytes per clip of each mode.
+// with where ingest's time goes (open, decode, convert and resize, encode, tar and write: the
+// ingest report's stage times) and the stored bytes per clip of each mode.
 //
 //   ingest_bench [--threads N] [--per-class N] [--clip-frames N] [--short-side N] [--keep DIR]
+//                [--json FILE]
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+}
+
+#include "bench/report.h"
 #include "datagen/datagen.h"
 #include "dataset/manifest.h"
 #include "ingest/pipeline.h"
@@ -49,9 +61,61 @@ std::vector<std::string> SplitLines(const std::string& text) {
   std::exit(1);
 }
 
+// Every frame of the video at `path` through libavcodec (1 thread), nothing done with them: the
+// frames decoded, or 0 for a file libavformat cannot open (the broken ones ingest skips too).
+int64_t DecodeEveryFrame(const std::string& path) {
+  AVFormatContext* format = nullptr;
+  if (avformat_open_input(&format, path.c_str(), nullptr, nullptr) < 0) return 0;
+  int64_t frames = 0;
+  const AVCodec* codec = nullptr;
+  AVCodecContext* context = nullptr;
+  const int stream = avformat_find_stream_info(format, nullptr) < 0
+                         ? -1
+                         : av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  if (stream >= 0) context = avcodec_alloc_context3(codec);
+  if (context != nullptr &&
+      avcodec_parameters_to_context(context, format->streams[stream]->codecpar) >= 0) {
+    context->thread_count = 1;
+    if (avcodec_open2(context, codec, nullptr) >= 0) {
+      AVPacket* packet = av_packet_alloc();
+      AVFrame* frame = av_frame_alloc();
+      const auto drain = [&] {
+        while (avcodec_receive_frame(context, frame) == 0) ++frames;
+      };
+      while (av_read_frame(format, packet) >= 0) {
+        if (packet->stream_index == stream && avcodec_send_packet(context, packet) >= 0) drain();
+        av_packet_unref(packet);
+      }
+      avcodec_send_packet(context, nullptr);
+      drain();
+      av_frame_free(&frame);
+      av_packet_free(&packet);
+    }
+  }
+  avcodec_free_context(&context);
+  avformat_close_input(&format);
+  return frames;
+}
+
+// The limit: every file decoded once, `threads` at a time. Returns (frames, seconds).
+std::pair<int64_t, double> DecodeAll(const std::vector<std::string>& files, int threads) {
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> frames{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < files.size(); i = next++) frames += DecodeEveryFrame(files[i]);
+    });
+  }
+  for (auto& t : pool) t.join();
+  return {frames.load(), Since(start)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   int threads = 2, per_class = 12, clip_frames = 16, short_side = 112;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
@@ -109,44 +173,57 @@ int main(int argc, char** argv) {
   if (!(*store)->Put("list.csv", manifest).ok()) Die("cannot write the manifest");
   std::string file_args;
   for (const auto& f : files) file_args += " '" + f + "'";
-  int64_t frames = 0;
-  for (const auto& f : files) {
-    std::string count =
-        Run("ffprobe -v error -select_streams v:0 -count_packets -show_entries "
-            "stream=nb_read_packets -of csv=p=0 '" +
-            f + "' 2>/dev/null");
-    frames += std::atoll(count.c_str());
-  }
+  av_log_set_level(AV_LOG_QUIET);  // the broken clips are broken on purpose
+  const auto [frames, decode_s] = DecodeAll(files, threads);
   std::printf(
       "input: %zu videos (%zu synthetic %dx%d, %d real clips), %lld frames; %d threads; "
       "clips of %d frames, short side %d\n\n",
       files.size(), generated->videos.size(), dg.width, dg.height, real,
       static_cast<long long>(frames), threads, clip_frames, short_side);
 
-  // (a) The limit: decode everything to null.
-  auto start = Clock::now();
-  Run("printf '%s\\n'" + file_args + " | xargs -P " + std::to_string(threads) +
-      " -I{} ffmpeg -v quiet -threads 1 -i {} -f null - ");
-  double ffmpeg_s = Since(start);
-  double n = static_cast<double>(files.size());
-  std::printf("%-44s %7.1f videos/s %9.1f frames/s\n", "ffmpeg -f null (decode only, the limit)",
-              n / ffmpeg_s, frames / ffmpeg_s);
+  // (a) The limit, measured above.
+  reel::bench::Report report("ingest_bench", threads);
+  const reel::bench::Reference limit{frames / decode_s, "pure libavcodec decode"};
+  report.Add({"libavcodec: every frame decoded, nothing else", limit.value, "frames/s", {}, {}});
 
-  // Reel, both modes.
-  double video_clips_s = 0;
+  // (b) The naive pipeline, both readers; the faster is the peer.
+  std::optional<reel::bench::Reference> peer;
+  char clip_seconds[32];
+  std::snprintf(clip_seconds, sizeof clip_seconds, "%.4f",
+                clip_frames / static_cast<double>(dg.fps));
+  for (const char* reader : {"cv2", "av"}) {
+    const auto start = Clock::now();
+    std::string line =
+        Run("/usr/bin/python3 '" + repo + "/bench/naive_ingest.py' '" + work + "/naive-" + reader +
+            "' " + clip_seconds + " " + std::to_string(short_side) + " " + std::to_string(threads) +
+            " " + reader + file_args + " 2>/dev/null");
+    const double s = Since(start);
+    long ok = 0, clips = 0, bytes = 0;
+    if (std::sscanf(line.c_str(), "%ld %ld %ld", &ok, &clips, &bytes) != 3) {
+      std::printf("naive pipeline (%s) failed: %s\n", reader, line.c_str());
+      continue;
+    }
+    const std::string name = std::string("naive: ffmpeg segment + ") + reader + " JPEG dump";
+    std::printf("%-44s %7.1f KiB/clip\n", name.c_str(), bytes / 1024.0 / std::max(1L, clips));
+    report.Add({name, clips / s, "clips/s", {}, {}});
+    if (!peer || clips / s > peer->value) peer = reel::bench::Reference{clips / s, name};
+  }
+
+  // Reel, both modes, with where the time went.
   for (auto mode : {reel::dataset::DatasetMode::kVideo, reel::dataset::DatasetMode::kFrames}) {
+    const std::string name(reel::dataset::DatasetModeName(mode));
     reel::ingest::IngestOptions o;
     o.source = input + "/list.csv";
-    o.output = work + "/reel-" + std::string(reel::dataset::DatasetModeName(mode));
+    o.output = work + "/reel-" + name;
     o.encode.mode = mode;
     o.clip.clip_frames = clip_frames;
     o.clip.short_side = short_side;
     o.workers = threads;
     o.progress = false;
-    start = Clock::now();
-    auto report = reel::ingest::RunIngest(o);
-    double s = Since(start);
-    if (!report.ok()) Die(report.status().ToString());
+    const auto start = Clock::now();
+    auto ingested = reel::ingest::RunIngest(o);
+    const double s = Since(start);
+    if (!ingested.ok()) Die(ingested.status().ToString());
     auto out = reel::storage::LocalStore::Open(o.output);
     auto m = reel::dataset::Manifest::Read(**out, "");
     if (!m.ok()) Die(m.status().ToString());
@@ -155,40 +232,30 @@ int main(int argc, char** argv) {
       bytes += info.bytes;
       records += info.records;
     }
-    double clips_s = records / s;
-    if (mode == reel::dataset::DatasetMode::kVideo) video_clips_s = clips_s;
-    char what[64];
-    std::snprintf(what, sizeof what, "reel ingest --mode %s",
-                  std::string(reel::dataset::DatasetModeName(mode)).c_str());
-    std::printf(
-        "%-44s %7.1f videos/s %9.1f frames/s %7.1f clips/s   %.2fx the limit   %7.1f KiB/clip  "
-        "(%zu skipped)\n",
-        what, n / s, frames / s, clips_s, ffmpeg_s / s,
-        bytes / 1024.0 / std::max<uint64_t>(1, records), report->failed.size());
-  }
-
-  // (b) The naive pipeline.
-  char clip_seconds[32];
-  std::snprintf(clip_seconds, sizeof clip_seconds, "%.4f",
-                clip_frames / static_cast<double>(dg.fps));
-  for (const char* reader : {"cv2", "av"}) {
-    start = Clock::now();
-    std::string line =
-        Run("/usr/bin/python3 '" + repo + "/bench/naive_ingest.py' '" + work + "/naive-" + reader +
-            "' " + clip_seconds + " " + std::to_string(short_side) + " " + std::to_string(threads) +
-            " " + reader + file_args + " 2>/dev/null");
-    double s = Since(start);
-    long ok = 0, clips = 0, bytes = 0;
-    if (std::sscanf(line.c_str(), "%ld %ld %ld", &ok, &clips, &bytes) != 3) {
-      std::printf("naive pipeline (%s) failed: %s\n", reader, line.c_str());
-      continue;
+    std::printf("reel ingest --mode %-25s %7.1f KiB/clip (%zu videos skipped)\n", name.c_str(),
+                bytes / 1024.0 / std::max<uint64_t>(1, records), ingested->failed.size());
+    report.Add({"reel ingest --mode " + name, frames / s, "frames/s", limit, {}});
+    report.Add({"reel ingest --mode " + name + ", clips", records / s, "clips/s", {}, peer});
+    // Thread-seconds per stage, as shares of what the workers had (threads x wall time).
+    const auto& t = ingested->stages;
+    const double had = threads * s;
+    const std::pair<const char*, double> stages[] = {
+        {"open (index, decoder)", t.open_s},
+        {"decode (demux, libavcodec)", t.decode_s},
+        {"convert (libswscale)", t.convert_s},
+        {"encode", t.encode_s},
+        {"tar + write (committer)", ingested->write_s}};
+    double accounted = 0;
+    for (const auto& [stage, seconds] : stages) {
+      report.Add({name + " mode: " + stage, seconds / had, "share", {}, {}});
+      accounted += seconds;
     }
-    char what[96];
-    std::snprintf(what, sizeof what, "naive: ffmpeg segment + %s JPEG dump", reader);
-    std::printf(
-        "%-44s %7.1f videos/s %9.1f clips/s   reel video mode is %.1fx faster   %7.1f KiB/clip\n",
-        what, n / s, clips / s, video_clips_s / (clips / s), bytes / 1024.0 / std::max(1L, clips));
+    report.Add({name + " mode: elsewhere (idle, queues)",
+                std::max(0.0, 1 - accounted / had),
+                "share",
+                {},
+                {}});
   }
   if (keep.empty()) Run("rm -rf '" + work + "'");
-  return 0;
+  return report.Finish(json);
 }

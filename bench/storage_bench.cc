@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/hash.h"
+#include "bench/report.h"
 #include "storage/local_store.h"
 #include "storage/s3_store.h"
 
@@ -63,14 +64,22 @@ std::pair<double, double> MedianSecondsAlternating(int repeat, const std::functi
 
 bool Shell(const std::string& command) { return std::system(command.c_str()) == 0; }
 
-void Row(const char* what, double reel_mbs, const char* peer, double peer_mbs) {
-  std::printf("%-34s %9.1f MB/s   %-26s %9.1f MB/s   ratio %5.2fx\n", what, reel_mbs, peer,
-              peer_mbs, peer_mbs > 0 ? reel_mbs / peer_mbs : 0.0);
+// A Reel transfer against the standard tool: for the local store the tool (cp, dd) is the
+// limit, what the machine's file system gives one process; for S3, curl is the peer.
+void LocalRow(reel::bench::Report& report, const std::string& what, double reel_mbs,
+              const std::string& tool, double tool_mbs) {
+  report.Add({"local " + what, reel_mbs, "MB/s", reel::bench::Reference{tool_mbs, tool}, {}});
+}
+
+void S3Row(reel::bench::Report& report, const std::string& what, double reel_mbs,
+           const std::string& tool, double tool_mbs) {
+  report.Add({"S3 " + what, reel_mbs, "MB/s", {}, reel::bench::Reference{tool_mbs, tool}});
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   Args args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -91,7 +100,8 @@ int main(int argc, char** argv) {
       args.s3 = false;
     else {
       std::fprintf(stderr,
-                   "usage: storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3]\n");
+                   "usage: storage_bench [--size-mib N] [--repeat N] [--dir DIR] [--no-s3] "
+                   "[--json FILE]\n");
       return 2;
     }
   }
@@ -153,12 +163,13 @@ int main(int argc, char** argv) {
   });
   double cp_read_s = MedianSeconds(
       args.repeat, [&] { return Shell("cp '" + work + "/store/obj.bin' /dev/null"); });
-  std::printf("\n== local store (page cache warm; Reel fsyncs every put) ==\n");
-  Row("put (fsync + rename)", mb / put_s, "cp + sync FILE", mb / cp_sync_s);
-  Row("put (fsync + rename)", mb / put2_s, "dd bs=8M conv=fsync", mb / dd_fsync_s);
-  Row("put, fsync off (temp + rename)", mb / put_nosync_s, "cp (no fsync)", mb / cp_s);
-  Row("get (into a new string)", mb / get_s, "cp to /dev/null", mb / cp_read_s);
-  Row("stream read (8 MiB buffer)", mb / stream_s, "cp to /dev/null", mb / cp_read_s);
+  // Page cache warm; Reel fsyncs every put unless told not to.
+  reel::bench::Report report("storage_bench (" + std::to_string(args.size_mib) + " MiB object)", 1);
+  LocalRow(report, "put (fsync + rename)", mb / put_s, "cp + sync FILE", mb / cp_sync_s);
+  LocalRow(report, "put (fsync + rename)", mb / put2_s, "dd bs=8M conv=fsync", mb / dd_fsync_s);
+  LocalRow(report, "put, fsync off (temp + rename)", mb / put_nosync_s, "cp", mb / cp_s);
+  LocalRow(report, "get (into a new string)", mb / get_s, "cp to /dev/null", mb / cp_read_s);
+  LocalRow(report, "stream read (8 MiB buffer)", mb / stream_s, "cp to /dev/null", mb / cp_read_s);
 
   if (args.s3) {
     auto options = reel::storage::S3Options::FromEnvironment();
@@ -209,16 +220,16 @@ int main(int argc, char** argv) {
     double curl_get =
         MedianSeconds(args.repeat, [&] { return Shell(curl + "'" + url + "' -o /dev/null"); });
 
-    std::printf("\n== S3 (%s, %d-way parallel, %llu MiB parts) ==\n", options->endpoint.c_str(),
+    std::printf("S3: %s, %d-way parallel, %llu MiB parts\n", options->endpoint.c_str(),
                 options->parallelism, static_cast<unsigned long long>(options->part_size >> 20));
-    Row("put, one stream (single PUT)", mb / s3_put_single, "curl -T", mb / curl_put);
-    Row("put, parallel multipart", mb / s3_put_parallel, "curl -T", mb / curl_put);
-    Row("put, parallel, no Content-MD5", mb / s3_put_no_md5, "curl -T", mb / curl_put);
-    Row("get, one stream", mb / s3_get_single, "curl -o /dev/null", mb / curl_get);
-    Row("get, parallel ranges", mb / s3_get_parallel, "curl -o /dev/null", mb / curl_get);
+    S3Row(report, "put, one stream (single PUT)", mb / s3_put_single, "curl -T", mb / curl_put);
+    S3Row(report, "put, parallel multipart", mb / s3_put_parallel, "curl -T", mb / curl_put);
+    S3Row(report, "put, parallel, no Content-MD5", mb / s3_put_no_md5, "curl -T", mb / curl_put);
+    S3Row(report, "get, one stream", mb / s3_get_single, "curl -o /dev/null", mb / curl_get);
+    S3Row(report, "get, parallel ranges", mb / s3_get_parallel, "curl -o /dev/null", mb / curl_get);
     for (const char* key : {"one.bin", "par.bin", "curl.bin"}) (void)(*parallel)->Delete(key);
     (void)(*parallel)->DeleteBucket();
   }
   Shell("rm -rf '" + work + "'");
-  return 0;
+  return report.Finish(json);
 }

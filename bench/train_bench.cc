@@ -2,16 +2,18 @@
 // (LibTorch C++) beside the same torchvision model trained in Python PyTorch with the same
 // threads, batch and input (bench/train_step_peer.py). Ratio = Reel / PyTorch (goal <= 1.0).
 //
-//   train_bench [--threads N] [--batch N] [--frames N] [--size N] [--steps N]
+//   train_bench [--threads N] [--batch N] [--frames N] [--size N] [--steps N] [--json FILE]
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/report.h"
 #include "models/video_resnet.h"
 #include "testing/shell.h"
 
@@ -41,6 +43,7 @@ double MedianStep(reel::models::VideoResNet& model, int batch, int frames, int s
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   int threads = 2, batch = 2, frames = 8, size = 112, steps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -66,8 +69,9 @@ int main(int argc, char** argv) {
   const char* source = std::getenv("REEL_SOURCE_DIR");
   std::string peer = std::string(source ? source : ".") + "/bench/train_step_peer.py";
   std::printf(
-      "input %d x 3 x %d x %d x %d, %d threads, median of %d steps (forward + backward + SGD)\n\n",
+      "input %d x 3 x %d x %d x %d, %d threads, median of %d steps (forward + backward + SGD)\n",
       batch, frames, size, size, threads, steps);
+  reel::bench::Report report("train_bench", threads);
   struct Variant {
     const char* label;
     int width;
@@ -90,9 +94,10 @@ int main(int argc, char** argv) {
     if (v.width != 64) args += " 16 1 1 1 1";
     auto run =
         reel::testing::RunCommand("/usr/bin/python3 '" + peer + "' " + args + " 2>/dev/null");
-    double torch_s = std::atof(run.output.c_str());
-    std::printf("%-36s reel %7.3f s/step   PyTorch %7.3f s/step   ratio %.2f\n", v.label, reel_s,
-                torch_s, torch_s > 0 ? reel_s / torch_s : 0.0);
+    const double torch_s = std::atof(run.output.c_str());
+    std::optional<reel::bench::Reference> peer;
+    if (torch_s > 0) peer = reel::bench::Reference{torch_s, "torchvision in Python PyTorch"};
+    report.Add({std::string(v.label) + " step", reel_s, "s", {}, peer});
   }
-  return 0;
+  return report.Finish(json);
 }

@@ -57,5 +57,20 @@ TEST(ZeroedBufferTest, IsZeroedAndWritableAtEverySize) {
   }
 }
 
+TEST(UninitializedVectorTest, KeepsWhatItIsGivenAndResizesWithoutZeroing) {
+  UninitializedVector<float> v = {1.f, 2.f};
+  v.push_back(3.f);
+  EXPECT_EQ(v, (UninitializedVector<float>{1.f, 2.f, 3.f}));
+  v.resize(1000);  // new values unset: only the size and the kept ones are checked
+  EXPECT_EQ(v.size(), 1000u);
+  EXPECT_EQ(v[2], 3.f);
+  v.resize(5, 7.f);  // an explicit value still fills
+  v.resize(6, 7.f);
+  EXPECT_EQ(v[5], 7.f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u);
+  UninitializedVector<std::string> s(2);  // class types are still constructed
+  EXPECT_TRUE(s[0].empty());
+}
+
 }  // namespace
 }  // namespace reel

@@ -11,6 +11,7 @@
 // must not throw. The destructor waits for the calls in flight.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -67,6 +68,23 @@ class OrderedMap {
     ++next_take_;
     Refill();
     return result;
+  }
+
+  // Waits (adding the seconds to *waited_s when given) until the next `count` results, or as many
+  // as remain, are likely ready: for the last of them, which the pool started last. A consumer
+  // that takes results in groups (a batch) then sleeps and wakes once per group, not per result.
+  void WaitAhead(size_t count, double* waited_s = nullptr) {
+    Refill();
+    const size_t k = std::min({count, inflight_.size(), end_ - next_take_});
+    if (k == 0) return;
+    std::future<T>& last = inflight_[k - 1];
+    if (last.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return;
+    const auto started = std::chrono::steady_clock::now();
+    last.wait();
+    if (waited_s != nullptr) {
+      *waited_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
   }
 
   // Submits no more and waits for every call in flight; HasNext() is false afterwards.

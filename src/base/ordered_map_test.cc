@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <thread>
 #include <vector>
 
 namespace reel {
@@ -47,6 +48,32 @@ TEST(OrderedMapTest, NeverRunsMoreThanTheWindowAheadOfTheConsumer) {
   // Next refills right after taking, before this loop counts the taken one: window + 1.
   EXPECT_LE(most_ahead, 5u);
   EXPECT_EQ(submitted.load(), 30u);
+}
+
+TEST(OrderedMapTest, WaitAheadReturnsOnceTheLastOfTheGroupIsDone) {
+  ThreadPool pool(2);
+  std::vector<std::promise<void>> release(6);
+  std::vector<std::atomic<bool>> finished(6);
+  OrderedMap<int> map(&pool, 6, [&](size_t i) {
+    release[i].get_future().wait();
+    finished[i] = true;
+    return static_cast<int>(i);
+  });
+  map.Reset(0, 6);
+  release[0].set_value();
+  release[1].set_value();
+  std::thread late([&] { release[2].set_value(); });
+  double waited = 0;
+  map.WaitAhead(3, &waited);
+  late.join();
+  EXPECT_TRUE(finished[2]);
+  EXPECT_GE(waited, 0.0);
+  for (size_t i = 3; i < 6; ++i) release[i].set_value();
+  for (int i = 0; i < 6; ++i) {
+    map.WaitAhead(100);  // more than remain: waits for the last one there is
+    EXPECT_EQ(map.Next(), i);
+  }
+  map.WaitAhead(4);  // at the end: nothing to wait for
 }
 
 TEST(OrderedMapTest, StopWaitsForWhatIsInFlightAndResetStartsAgain) {

@@ -1,5 +1,6 @@
 #include "ingest/clip_maker.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -10,6 +11,10 @@
 
 namespace reel::ingest {
 namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 std::string ClipKey(const std::string& base, int index) {
   char suffix[16];
@@ -82,12 +87,16 @@ Result<dataset::Record> ClipRecord(const ClipJob& job, const ClipSettings& clip,
 }  // namespace
 
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink, int decode_threads) {
+                const ClipSink& sink, int decode_threads, StageTimes* spent) {
   media::DecodeOptions options;
   options.format = media::PixelFormat::kRgb24;
   options.short_side = clip.short_side;
   options.threads = decode_threads;
+  StageTimes unused;
+  if (spent == nullptr) spent = &unused;
+  auto started = std::chrono::steady_clock::now();
   REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(input, options));
+  spent->open_s += SecondsSince(started);
   const media::VideoInfo& info = decoder->info();
   if (info.frame_count <= 0) {
     return FailedPreconditionError(input.name() + ": the video has no decodable frames");
@@ -104,26 +113,37 @@ Status CutClips(const media::Input& input, double start_s, double end_s, const C
   cut.width = decoder->output_width();
   cut.height = decoder->output_height();
   std::tie(cut.rate_num, cut.rate_den) = OutputRate(clip, info);
+  double decoding = 0;
   for (const PlannedClip& planned : plan) {
     // Clips are planned in file order, so the decoder reads forward through the video once.
+    started = std::chrono::steady_clock::now();
     REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames, decoder->DecodeFrames(planned.frames));
+    decoding += SecondsSince(started);
     REEL_RETURN_IF_ERROR(sink(cut, planned, frames));
   }
+  const double converting = decoder->stats().convert_s;
+  spent->convert_s += converting;
+  spent->decode_s += decoding - converting;
   return Status::Ok();
 }
 
 Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,
                                                const ClipSettings& clip,
-                                               const EncodeSettings& encode) {
+                                               const EncodeSettings& encode, StageTimes* times) {
+  StageTimes spent;
   std::vector<dataset::Record> records;
   const auto store = [&](const CutVideo& cut, const PlannedClip& planned,
                          const std::vector<media::Frame>& frames) -> Status {
+    const auto started = std::chrono::steady_clock::now();
     REEL_ASSIGN_OR_RETURN(dataset::Record record,
                           ClipRecord(job, clip, encode, cut, planned, frames));
+    spent.encode_s += SecondsSince(started);
     records.push_back(std::move(record));
     return Status::Ok();
   };
-  REEL_RETURN_IF_ERROR(CutClips(input, job.video->start_s, job.video->end_s, clip, store));
+  Status cut = CutClips(input, job.video->start_s, job.video->end_s, clip, store, 1, &spent);
+  if (times != nullptr) *times += spent;  // a failed video's time was spent too
+  REEL_RETURN_IF_ERROR(cut);
   return records;
 }
 

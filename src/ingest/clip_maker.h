@@ -45,6 +45,21 @@ struct CutVideo {
   int rate_den = 1;
 };
 
+// Where a video's ingest spent its time, in seconds of one thread; summed over videos by the
+// ingest report. open: reading the container's index and opening the decoder; decode: demuxing
+// and libavcodec; convert: libswscale's conversion to RGB and resize (and orientation);
+// encode: x264 (video mode) or zstd (frames mode).
+struct StageTimes {
+  double open_s = 0, decode_s = 0, convert_s = 0, encode_s = 0;
+  StageTimes& operator+=(const StageTimes& o) {
+    open_s += o.open_s;
+    decode_s += o.decode_s;
+    convert_s += o.convert_s;
+    encode_s += o.encode_s;
+    return *this;
+  }
+};
+
 // Receives one planned clip's decoded frames; an error stops the cut and is returned.
 using ClipSink = std::function<Status(const CutVideo&, const PlannedClip&,
                                       const std::vector<media::Frame>& frames)>;
@@ -53,12 +68,15 @@ using ClipSink = std::function<Status(const CutVideo&, const PlannedClip&,
 // [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.
 // This is the cut the ingest stores and the server classifies, so both see the same pixels.
 // `decode_threads`: FFmpeg frame threads (the ingest runs one video per worker: 1).
+// `spent`, when given, gains the open, decode and convert times (the sink's time is the caller's).
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink, int decode_threads = 1);
+                const ClipSink& sink, int decode_threads = 1, StageTimes* spent = nullptr);
 
-// The records of every clip of the video, in clip order.
+// The records of every clip of the video, in clip order; `times`, when given, gains where the
+// time went.
 Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::Input& input,
                                                const ClipSettings& clip,
-                                               const EncodeSettings& encode);
+                                               const EncodeSettings& encode,
+                                               StageTimes* times = nullptr);
 
 }  // namespace reel::ingest

@@ -72,6 +72,10 @@ struct IngestReport {
   uint64_t bytes_written = 0;            // shard bytes written by this run
   double seconds = 0;
   bool already_complete = false;  // the dataset was there already; nothing was done
+  // Where this run's time went, in thread-seconds summed over the workers (clip_maker.h), and
+  // write_s: packing records into shard tars and writing them (the committing thread).
+  StageTimes stages;
+  double write_s = 0;
 
   std::string ToJson() const;
 };

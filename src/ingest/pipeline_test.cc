@@ -2,6 +2,7 @@
 #include "ingest/pipeline.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -107,6 +108,15 @@ TEST(IngestPipelineTest, VideoModeMakesH264ClipsWithAKeyframeAtTheirStart) {
   // Finished: no checkpoint left, the report beside the manifest.
   EXPECT_STATUS(out.Head("_ingest/state.json"), StatusCode::kNotFound);
   EXPECT_OK(out.Head("ingest_report.json"));
+  // Every stage took time, and no more than the workers had between them.
+  const StageTimes& t = report->stages;
+  for (double stage : {t.open_s, t.decode_s, t.convert_s, t.encode_s, report->write_s}) {
+    EXPECT_GT(stage, 0);
+  }
+  const double workers = Options(&out).workers;
+  EXPECT_LE(t.open_s + t.decode_s + t.convert_s + t.encode_s, workers * report->seconds);
+  auto written = nlohmann::json::parse(out.Get("ingest_report.json").value());
+  EXPECT_DOUBLE_EQ(written["stages_s"]["encode"].get<double>(), t.encode_s);
 }
 
 TEST(IngestPipelineTest, FramesModeStoresDecodableUint8Frames) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loader/resample.h"
+
 namespace reel::loader {
 namespace {
 
@@ -73,83 +75,73 @@ Flips DrawFlips(const TransformOptions& t, Rng& rng) {
   return flips;
 }
 
-Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const TransformOptions& t,
-                Flips flips, Rng& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
+namespace {
+
+Status CheckClipInputs(const FrameStack& s, const ClipOptions& clip, const TransformOptions& t) {
   if (s.c != 3 || s.t < 1 || s.h < 1 || s.w < 1 ||
       s.pixels.size() != static_cast<size_t>(s.t) * s.h * s.w * s.c) {
     return InvalidArgumentError("frame stack is not T x H x W x 3 uint8");
   }
   if (t.size < 1) return InvalidArgumentError("transform size must be positive");
-  // The same crop and flip for every frame of the clip: motion stays consistent.
-  Box box = t.train ? RandomResizedBox(s.w, s.h, t, rng) : CentreBox(s.w, s.h, t.size);
-  const int n = t.size;
-  const size_t plane = static_cast<size_t>(n) * n;
-  const size_t total = 3 * static_cast<size_t>(clip.frames) * plane;
-  const size_t base = t.normalize ? out_f32->size() : out_u8->size();
-  if (t.normalize)
-    out_f32->resize(base + total);
-  else
-    out_u8->resize(base + total);
-
-  // Bilinear sampling at pixel centres (align_corners = false), precomputed per axis.
-  struct Tap {
-    int i0, i1;
-    float w1;
-  };
-  auto taps = [&](double origin, double extent, int limit, bool mirror) {
-    std::vector<Tap> v(static_cast<size_t>(n));
-    for (int o = 0; o < n; ++o) {
-      int oo = mirror ? n - 1 - o : o;
-      double src = origin + (oo + 0.5) * extent / n - 0.5;
-      src = std::clamp(src, 0.0, static_cast<double>(limit - 1));
-      int i0 = static_cast<int>(std::floor(src));
-      int i1 = std::min(i0 + 1, limit - 1);
-      v[static_cast<size_t>(o)] = {i0, i1, static_cast<float>(src - i0)};
-    }
-    return v;
-  };
-  const auto xs = taps(box.x, box.w, s.w, flips.mirror);
-  const auto ys = taps(box.y, box.h, s.h, false);
-
-  // Per channel: x / 255 then (x - mean) / std, folded into one multiply-add.
-  float scale[3], bias[3];
-  for (int ch = 0; ch < 3; ++ch) {
-    scale[ch] = 1.f / (255.f * t.std[static_cast<size_t>(ch)]);
-    bias[ch] = -t.mean[static_cast<size_t>(ch)] / t.std[static_cast<size_t>(ch)];
+  if (clip.frames < 1 || clip.stride < 1) {
+    return InvalidArgumentError("clip frames and stride must be at least 1");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t ClipValues(const ClipOptions& clip, const TransformOptions& transform) {
+  return 3 * static_cast<int64_t>(clip.frames) * transform.size * transform.size;
+}
+
+Status MakeClipInto(const FrameStack& s, int start, const ClipOptions& clip,
+                    const TransformOptions& t, Flips flips, Rng& rng, float* out_f32,
+                    uint8_t* out_u8) {
+  REEL_RETURN_IF_ERROR(CheckClipInputs(s, clip, t));
+  // The same crop and flip for every frame of the clip: motion stays consistent.
+  const Box box = t.train ? RandomResizedBox(s.w, s.h, t, rng) : CentreBox(s.w, s.h, t.size);
+  const int n = t.size;
+  internal::FrameResampler resampler(s.w, internal::AxisTaps(box.x, box.w, s.w, n, flips.mirror),
+                                     internal::AxisTaps(box.y, box.h, s.h, n, false));
+  internal::PlaneOut out;
+  for (size_t ch = 0; ch < 3; ++ch) {
+    // x / 255 then (x - mean) / std, folded into one multiply-add.
+    out.scale[ch] = 1.f / (255.f * t.std[ch]);
+    out.bias[ch] = -t.mean[ch] / t.std[ch];
+  }
+  const size_t plane = static_cast<size_t>(n) * n;
   const size_t channel_stride = static_cast<size_t>(clip.frames) * plane;
+  const size_t frame_bytes = static_cast<size_t>(s.h) * s.w * 3;
   for (int f = 0; f < clip.frames; ++f) {
     const int played = flips.reverse ? clip.frames - 1 - f : f;
     const int frame = std::min(start + played * clip.stride, s.t - 1);
-    const uint8_t* src = reinterpret_cast<const uint8_t*>(s.pixels.data()) +
-                         static_cast<size_t>(frame) * s.h * s.w * 3;
-    for (int y = 0; y < n; ++y) {
-      const Tap& ty = ys[static_cast<size_t>(y)];
-      const uint8_t* r0 = src + static_cast<size_t>(ty.i0) * s.w * 3;
-      const uint8_t* r1 = src + static_cast<size_t>(ty.i1) * s.w * 3;
-      const size_t row = static_cast<size_t>(f) * plane + static_cast<size_t>(y) * n;
-      // Channel outermost so that each output row is written contiguously.
-      for (int ch = 0; ch < 3; ++ch) {
-        float* out_f = t.normalize ? out_f32->data() + base + ch * channel_stride + row : nullptr;
-        uint8_t* out_b = t.normalize ? nullptr : out_u8->data() + base + ch * channel_stride + row;
-        for (int x = 0; x < n; ++x) {
-          const Tap& tx = xs[static_cast<size_t>(x)];
-          const int a = tx.i0 * 3 + ch, b = tx.i1 * 3 + ch;
-          float top = r0[a] + (r0[b] - r0[a]) * tx.w1;
-          float bottom = r1[a] + (r1[b] - r1[a]) * tx.w1;
-          float v = top + (bottom - top) * ty.w1;
-          if (out_f) {
-            out_f[x] = v * scale[ch] + bias[ch];
-          } else {
-            // Clamped to [0, 255], where +0.5 and truncation round half up, faster than lround.
-            // NOLINTNEXTLINE(bugprone-incorrect-roundings)
-            out_b[x] = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) + 0.5f);
-          }
-        }
-      }
+    for (size_t ch = 0; ch < 3; ++ch) {
+      const size_t at = ch * channel_stride + static_cast<size_t>(f) * plane;
+      if (t.normalize)
+        out.f32[ch] = out_f32 + at;
+      else
+        out.u8[ch] = out_u8 + at;
     }
+    resampler.Resample(reinterpret_cast<const uint8_t*>(s.pixels.data()) +
+                           static_cast<size_t>(frame) * frame_bytes,
+                       out);
   }
   return Status::Ok();
+}
+
+Status MakeClip(const FrameStack& s, int start, const ClipOptions& clip, const TransformOptions& t,
+                Flips flips, Rng& rng, std::vector<float>* out_f32, std::vector<uint8_t>* out_u8) {
+  REEL_RETURN_IF_ERROR(CheckClipInputs(s, clip, t));
+  const auto total = static_cast<size_t>(ClipValues(clip, t));
+  if (t.normalize) {
+    const size_t base = out_f32->size();
+    out_f32->resize(base + total);
+    return MakeClipInto(s, start, clip, t, flips, rng, out_f32->data() + base, nullptr);
+  }
+  const size_t base = out_u8->size();
+  out_u8->resize(base + total);
+  return MakeClipInto(s, start, clip, t, flips, rng, nullptr, out_u8->data() + base);
 }
 
 }  // namespace reel::loader

@@ -56,9 +56,18 @@ struct Flips {
 };
 Flips DrawFlips(const TransformOptions& transform, Rng& rng);
 
-// One clip, transformed, as C x T x H x W (the layout video models take), appended to `out_f32`
-// (normalised) or `out_u8` (the other is left alone), so several clips and samples can be
-// written straight into one buffer.
+// Values in one transformed clip: 3 x frames x size x size.
+int64_t ClipValues(const ClipOptions& clip, const TransformOptions& transform);
+
+// One clip, transformed, as C x T x H x W (the layout video models take), written to the
+// ClipValues() values at `out_f32` (normalised) or `out_u8` (the other may be null), so several
+// clips and samples can go straight into one batch. The resampling runs 8 pixels at a time where
+// the CPU has AVX2, with the same result, bit for bit, as one at a time.
+Status MakeClipInto(const FrameStack& stack, int start, const ClipOptions& clip,
+                    const TransformOptions& transform, Flips flips, Rng& rng, float* out_f32,
+                    uint8_t* out_u8);
+
+// MakeClipInto, appended to `out_f32` or `out_u8` (the other is left alone).
 Status MakeClip(const FrameStack& stack, int start, const ClipOptions& clip,
                 const TransformOptions& transform, Flips flips, Rng& rng,
                 std::vector<float>* out_f32, std::vector<uint8_t>* out_u8);

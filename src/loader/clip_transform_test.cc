@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "testing/status_matchers.h"
 
 namespace reel::loader {
@@ -146,6 +149,101 @@ TEST(MakeClipTest, RandomResizedCropStaysInsideAndIsRepeatable) {
   FrameStack bad = s;
   bad.pixels.pop_back();
   EXPECT_STATUS(MakeClip(bad, 0, c, t, Flips{}, r1, &f, &a), StatusCode::kInvalidArgument);
+}
+
+// The transform as it was written first, one value at a time with no precomputed offsets: the
+// oracle the vector kernel must match bit for bit.
+std::vector<float> OracleClip(const FrameStack& s, int start, const ClipOptions& clip, int n,
+                              double bx, double by, double bw, double bh, bool mirror,
+                              bool normalize, const TransformOptions& t) {
+  std::vector<float> out(3 * static_cast<size_t>(clip.frames) * n * n);
+  auto axis = [&](double origin, double extent, int limit, int o, bool flip, int* i0, int* i1) {
+    int oo = flip ? n - 1 - o : o;
+    double src = std::clamp(origin + (oo + 0.5) * extent / n - 0.5, 0.0, limit - 1.0);
+    *i0 = static_cast<int>(std::floor(src));
+    *i1 = std::min(*i0 + 1, limit - 1);
+    return static_cast<float>(src - *i0);
+  };
+  for (int f = 0; f < clip.frames; ++f) {
+    const int frame = std::min(start + f * clip.stride, s.t - 1);
+    const auto* src = reinterpret_cast<const uint8_t*>(s.pixels.data()) +
+                      static_cast<size_t>(frame) * s.h * s.w * 3;
+    for (int y = 0; y < n; ++y) {
+      int y0, y1;
+      const float wy = axis(by, bh, s.h, y, false, &y0, &y1);
+      for (int ch = 0; ch < 3; ++ch) {
+        for (int x = 0; x < n; ++x) {
+          int x0, x1;
+          const float wx = axis(bx, bw, s.w, x, mirror, &x0, &x1);
+          const uint8_t* r0 = src + static_cast<size_t>(y0) * s.w * 3;
+          const uint8_t* r1 = src + static_cast<size_t>(y1) * s.w * 3;
+          const int a = x0 * 3 + ch, b = x1 * 3 + ch;
+          float top = r0[a] + (r0[b] - r0[a]) * wx;
+          float bottom = r1[a] + (r1[b] - r1[a]) * wx;
+          float v = top + (bottom - top) * wy;
+          const float scale = 1.f / (255.f * t.std[static_cast<size_t>(ch)]);
+          const float bias = -t.mean[static_cast<size_t>(ch)] / t.std[static_cast<size_t>(ch)];
+          // NOLINTNEXTLINE(bugprone-incorrect-roundings)
+          float u8 = static_cast<uint8_t>(std::min(255.f, std::max(0.f, v)) + 0.5f);
+          out[((static_cast<size_t>(ch) * clip.frames + f) * n + y) * n + x] =
+              normalize ? v * scale + bias : u8;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Noise frames, so that every tap's weight shows in the result.
+FrameStack Noise(int t, int h, int w, uint64_t seed) {
+  FrameStack s;
+  s.t = t;
+  s.h = h;
+  s.w = w;
+  Rng rng(seed);
+  s.pixels.resize(static_cast<size_t>(t) * h * w * 3);
+  for (char& c : s.pixels) c = static_cast<char>(rng() & 0xff);
+  return s;
+}
+
+TEST(MakeClipTest, EveryPathGivesTheOraclesBits) {
+  // Evaluation's centre crop is the box the oracle is given; sizes off the kernel's 8-pixel step,
+  // frames 1 and 2 pixels wide (the scalar path), upscaling and downscaling.
+  struct Case {
+    int h, w, n;
+  };
+  int checked = 0;
+  for (const Case& c : {Case{40, 60, 16}, Case{31, 47, 13}, Case{128, 171, 112}, Case{9, 2, 24},
+                        Case{5, 1, 8}, Case{112, 149, 112}, Case{200, 300, 57}}) {
+    FrameStack s = Noise(3, c.h, c.w, static_cast<uint64_t>(c.h * 1000 + c.w));
+    ClipOptions clip;
+    clip.frames = 2;
+    clip.stride = 1;
+    for (bool normalize : {true, false}) {
+      for (bool mirror : {false, true}) {
+        TransformOptions t;
+        t.train = false;
+        t.size = c.n;
+        t.normalize = normalize;
+        Rng rng(1);
+        std::vector<float> f;
+        std::vector<uint8_t> u;
+        ASSERT_OK(MakeClip(s, 1, clip, t, Flips{mirror, false}, rng, &f, &u));
+        const double scale = static_cast<double>(c.n) / std::min(c.w, c.h);
+        const double bw = c.n / scale;
+        std::vector<float> want = OracleClip(s, 1, clip, c.n, (c.w - bw) / 2, (c.h - bw) / 2, bw,
+                                             bw, mirror, normalize, t);
+        std::vector<float> got = normalize ? f : std::vector<float>(u.begin(), u.end());
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << c.w << "x" << c.h << " -> " << c.n << " value " << i
+                                     << (normalize ? " f32" : " u8") << (mirror ? " mirror" : "");
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 28);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "base/check.h"
 #include "base/logging.h"
 #include "base/ordered_map.h"
 #include "base/random.h"
@@ -23,13 +24,18 @@
 namespace reel::loader {
 namespace {
 
+// What a worker reports of one plan entry; its values went straight into its batch's slot.
 struct Sample {
   Status status;
-  bool fatal = false;      // the shard itself is missing or damaged: no other sample can stand in
-  std::vector<float> f32;  // clips_per_video clips, each C x T x H x W
-  std::vector<uint8_t> u8;
+  bool fatal = false;  // the shard itself is missing or damaged: no other sample can stand in
   int label = -1;
   std::string key;
+};
+
+// Where one sample's values go: clips_per_video clips, each C x T x H x W, or an embedding.
+struct Slot {
+  float* f32 = nullptr;
+  uint8_t* u8 = nullptr;
 };
 
 // A record's payload as uint8 RGB frames.
@@ -55,7 +61,7 @@ Result<FrameStack> Frames(const dataset::Record& record) {
   stack.w = decoder->output_width();
   stack.h = decoder->output_height();
   REEL_RETURN_IF_ERROR(decoder->ForEachFrame([&](media::Frame&& frame) {
-    stack.pixels.insert(stack.pixels.end(), frame.data.begin(), frame.data.end());
+    stack.pixels.append(reinterpret_cast<const char*>(frame.data.data()), frame.data.size());
     ++stack.t;
     return Status::Ok();
   }));
@@ -99,7 +105,7 @@ struct Loader::Impl {
         samples(
             &pool, static_cast<size_t>(o.prefetch_batches) * static_cast<size_t>(o.batch_size),
             [this](size_t position) { return Make(position); },
-            [this](size_t position) { PrefetchShardsAfter(plan[position].shard); }) {}
+            [this](size_t position) { BeforeSubmit(position); }) {}
 
   Result<const dataset::ShardReader*> Reader(uint32_t shard) {
     std::lock_guard lock(readers_mu);
@@ -147,8 +153,9 @@ struct Loader::Impl {
       return sample;
     }
     sample.key = record->key;
+    const Slot slot = SlotOf(position);
     if (feature_dim > 0) {
-      sample.status = Embedding(*record, &sample.f32);
+      sample.status = Embedding(*record, slot.f32);
       return sample;
     }
     auto stack = Frames(*record);
@@ -168,16 +175,60 @@ struct Loader::Impl {
     const Flips flips = DrawFlips(o.transform, rng);
     if (flips.mirror) sample.label = mirrored_label[static_cast<size_t>(sample.label)];
     if (flips.reverse) sample.label = reversed_label[static_cast<size_t>(sample.label)];
-    for (int start : *starts) {
+    const int64_t clip_values = ClipValues(o.clip, o.transform);
+    for (size_t k = 0; k < starts->size(); ++k) {
+      const int64_t at = static_cast<int64_t>(k) * clip_values;
       sample.status =
-          MakeClip(*stack, start, o.clip, o.transform, flips, rng, &sample.f32, &sample.u8);
+          MakeClipInto(*stack, (*starts)[k], o.clip, o.transform, flips, rng,
+                       slot.f32 ? slot.f32 + at : nullptr, slot.u8 ? slot.u8 + at : nullptr);
       if (!sample.status.ok()) return sample;
     }
     return sample;
   }
 
+  // On the consumer's thread, before plan entry `position` is queued: the batch it belongs to
+  // exists for its worker to write into, and the shards after it are on their way.
+  void BeforeSubmit(size_t position) {
+    const uint64_t index = position / static_cast<uint64_t>(o.batch_size);
+    {
+      std::lock_guard lock(filling_mu);
+      std::unique_ptr<Batch>& batch = filling[index];
+      if (!batch) batch = NewBatch();
+    }
+    PrefetchShardsAfter(plan[position].shard);
+  }
+
+  std::unique_ptr<Batch> NewBatch() const {
+    auto batch = std::make_unique<Batch>();
+    const auto values = static_cast<size_t>(sample_values) * static_cast<size_t>(o.batch_size);
+    if (feature_dim > 0 || o.transform.normalize)
+      batch->f32.resize(values);
+    else
+      batch->u8.resize(values);
+    return batch;
+  }
+
+  Slot SlotOf(uint64_t position) {
+    const auto b = static_cast<uint64_t>(o.batch_size);
+    const size_t offset = position % b * static_cast<uint64_t>(sample_values);
+    std::lock_guard lock(filling_mu);
+    Batch& batch = *filling.at(position / b);
+    return {batch.f32.empty() ? nullptr : batch.f32.data() + offset,
+            batch.u8.empty() ? nullptr : batch.u8.data() + offset};
+  }
+
+  // The filled batch `index`, no longer the workers'.
+  Batch TakeBatch(uint64_t index) {
+    std::lock_guard lock(filling_mu);
+    auto it = filling.find(index);
+    REEL_CHECK(it != filling.end()) << "batch " << index << " was never started";
+    Batch batch = std::move(*it->second);
+    filling.erase(it);
+    return batch;
+  }
+
   // A features dataset's record: its stored embedding, as it is (no sampling or transforms).
-  Status Embedding(const dataset::Record& record, std::vector<float>* out) const {
+  Status Embedding(const dataset::Record& record, float* out) const {
     const size_t bytes = static_cast<size_t>(feature_dim) * sizeof(float);
     if (record.payload_ext != "f32" || record.payload.size() != bytes) {
       return DataLossError("record '" + record.key + "' holds " +
@@ -185,8 +236,7 @@ struct Loader::Impl {
                            record.payload_ext + ", not the " + std::to_string(bytes) +
                            " bytes of a " + std::to_string(feature_dim) + "-value embedding");
     }
-    out->resize(static_cast<size_t>(feature_dim));
-    std::memcpy(out->data(), record.payload.data(), bytes);  // little-endian, as x86 and arm64
+    std::memcpy(out, record.payload.data(), bytes);  // little-endian, as x86 and arm64
     return Status::Ok();
   }
 
@@ -216,7 +266,11 @@ struct Loader::Impl {
     }
   }
 
-  void Drain() { samples.Stop(); }
+  void Drain() {
+    samples.Stop();
+    std::lock_guard lock(filling_mu);
+    filling.clear();
+  }
 
   storage::ObjectStore& store;
   LoaderOptions o;
@@ -231,10 +285,13 @@ struct Loader::Impl {
   bool warned_segregation = false;  // logged once per loader
   LoaderStats stats;
   int64_t feature_dim = 0;                // a features dataset's embedding width; 0 for clips
+  int64_t sample_values = 0;              // values one sample writes into its batch
   storage::ObjectStore* cache = nullptr;  // the store, when it prefetches (a cache)
   std::vector<uint32_t> shard_sequence;
   std::map<uint32_t, size_t> shard_ordinal;
   size_t prefetched_upto = 0;
+  std::mutex filling_mu;
+  std::map<uint64_t, std::unique_ptr<Batch>> filling;  // by batch index, while workers write it
   // Last: destroyed first, so no worker outlives the state above.
   std::unique_ptr<ThreadPool> prefetcher;
   ThreadPool pool;
@@ -267,6 +324,9 @@ Result<std::unique_ptr<Loader>> Loader::Open(storage::ObjectStore& store, Loader
     impl->o.flip_pairs.clear();
     impl->o.reverse_pairs.clear();
   }
+  impl->sample_values = impl->feature_dim > 0 ? impl->feature_dim
+                                              : impl->o.clip.clips_per_video *
+                                                    ClipValues(impl->o.clip, impl->o.transform);
   REEL_ASSIGN_OR_RETURN(impl->mirrored_label,
                         LabelSwaps(impl->classes, impl->o.flip_pairs, "flip_pairs"));
   REEL_ASSIGN_OR_RETURN(impl->reversed_label,
@@ -357,7 +417,10 @@ Result<std::optional<Batch>> Loader::Next() {
   std::vector<Sample> samples;
   samples.reserve(static_cast<size_t>(b));
   double waited = 0;
+  m.samples.WaitAhead(static_cast<size_t>(b), &waited);
   for (int i = 0; i < b; ++i) samples.push_back(m.samples.Next(&waited));
+  const uint64_t index = m.samples.next_index() / static_cast<uint64_t>(b) - 1;
+  Batch batch = m.TakeBatch(index);
 
   // A missing or truncated shard fails the epoch; an unreadable record is reported and replaced
   // by a readable one of the same batch.
@@ -372,24 +435,27 @@ Result<std::optional<Batch>> Loader::Next() {
     }
   }
   if (good == nullptr) {
-    return DataLossError("every sample of batch " + std::to_string(m.samples.next_index() / b - 1) +
+    return DataLossError("every sample of batch " + std::to_string(index) +
                          " is unreadable; first: " + samples[0].status.ToString());
   }
-  Batch batch;
-  batch.index = m.samples.next_index() / static_cast<uint64_t>(b) - 1;
+  batch.index = index;
   const int clips = m.o.clip.clips_per_video;
   const int n = m.o.transform.size;
   batch.shape = {static_cast<int64_t>(b) * clips, 3, m.o.clip.frames, n, n};
   if (m.feature_dim > 0) batch.shape = {b, m.feature_dim, 1, 1, 1};
-  for (Sample& s : samples) {
-    const Sample* use = &s;
-    if (!s.status.ok()) {
+  const auto values = static_cast<size_t>(m.sample_values);
+  const size_t good_at = static_cast<size_t>(good - samples.data()) * values;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample* use = &samples[i];
+    if (!use->status.ok()) {
       ++m.stats.corrupt_records;
-      Logger("loader")->warn("skipping a record: {}", s.status.ToString());
+      Logger("loader")->warn("skipping a record: {}", use->status.ToString());
       use = good;
+      if (!batch.f32.empty())
+        std::memcpy(batch.f32.data() + i * values, batch.f32.data() + good_at, values * 4);
+      if (!batch.u8.empty())
+        std::memcpy(batch.u8.data() + i * values, batch.u8.data() + good_at, values);
     }
-    batch.f32.insert(batch.f32.end(), use->f32.begin(), use->f32.end());
-    batch.u8.insert(batch.u8.end(), use->u8.begin(), use->u8.end());
     for (int c = 0; c < clips; ++c) {
       batch.labels.push_back(use->label);
       batch.keys.push_back(use->key);

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/allocator.h"
 #include "base/status.h"
 #include "loader/clip_transform.h"
 #include "loader/sample_plan.h"
@@ -66,8 +67,8 @@ struct Batch {
   // B x C x T x H x W, C = 3; `f32` when the transform normalises, else `u8`. From a features
   // dataset (serve/features.h): B x D x 1 x 1 x 1, one stored embedding per record in `f32`.
   std::array<int64_t, 5> shape = {0, 0, 0, 0, 0};
-  std::vector<float> f32;
-  std::vector<uint8_t> u8;
+  UninitializedVector<float> f32;  // written whole by the workers: no zeroing first
+  UninitializedVector<uint8_t> u8;
   std::vector<int> labels;        // per clip (B)
   std::vector<std::string> keys;  // per clip
   uint64_t index = 0;             // batch number within the epoch

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
@@ -240,7 +241,17 @@ TEST(LoaderTest, ACorruptRecordIsSkippedCountedAndReplaced) {
   ASSERT_FALSE(batches.empty());
   EXPECT_EQ((*loader)->stats().corrupt_records, 1u);
   EXPECT_EQ(batches[0].shape[0], 4);
-  EXPECT_EQ(batches[0].keys.size(), 4u);
+  ASSERT_EQ(batches[0].keys.size(), 4u);
+  // The corrupt first sample's slot holds a copy of the first good one: its values and key.
+  const Batch& b = batches[0];
+  EXPECT_EQ(b.keys[0], b.keys[1]);
+  EXPECT_EQ(b.labels[0], b.labels[1]);
+  const size_t values = (b.f32.empty() ? b.u8.size() : b.f32.size()) / 4;
+  if (!b.f32.empty()) {
+    EXPECT_TRUE(std::equal(b.f32.begin(), b.f32.begin() + values, b.f32.begin() + values));
+  } else {
+    EXPECT_TRUE(std::equal(b.u8.begin(), b.u8.begin() + values, b.u8.begin() + values));
+  }
 }
 
 // Counts whole-object reads of shard tars, the requests a cache exists to save.

@@ -2,23 +2,25 @@
 
 #include <cstring>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace reel::loader {
 namespace {
 
 // A tensor over `data`'s buffer that keeps the vector alive until the tensor is freed.
-template <typename T>
-at::Tensor Adopt(std::vector<T>&& data, at::IntArrayRef shape, at::ScalarType type) {
-  auto* owner = new std::vector<T>(std::move(data));
+template <typename Vector>
+at::Tensor Adopt(Vector&& data, at::IntArrayRef shape, at::ScalarType type) {
+  auto* owner = new std::decay_t<Vector>(std::forward<Vector>(data));
   return at::from_blob(
       owner->data(), shape, [owner](void*) { delete owner; }, at::TensorOptions().dtype(type));
 }
 
-template <typename T>
-at::Tensor Pinned(const std::vector<T>& data, at::IntArrayRef shape, at::ScalarType type) {
+template <typename Vector>
+at::Tensor Pinned(const Vector& data, at::IntArrayRef shape, at::ScalarType type) {
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type).pinned_memory(true));
-  std::memcpy(t.data_ptr(), data.data(), data.size() * sizeof(T));
+  std::memcpy(t.data_ptr(), data.data(), data.size() * sizeof(data[0]));
   return t;
 }
 

@@ -5,6 +5,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
@@ -271,7 +272,10 @@ Result<std::optional<Frame>> DecoderImpl::DecodeTo(int64_t target, bool allow_la
         av_frame_unref(frame_.get());
         return DataLossError(FrameName(index) + ": the decoder flagged the frame as corrupt");
       }
+      const auto convert_start = std::chrono::steady_clock::now();
       Result<Frame> converted = Convert(frame_.get(), index);
+      stats_.convert_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - convert_start).count();
       av_frame_unref(frame_.get());
       if (!converted.ok()) return converted.status();
       ++stats_.frames_returned;

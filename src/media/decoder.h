@@ -96,6 +96,9 @@ struct DecodeStats {
   // (a seek to an earlier packet than one already read).
   int64_t max_packet_index = -1;
   int64_t backward_seeks = 0;
+  // Seconds spent turning decoded frames into the output format and size (libswscale, the copy
+  // out, orientation and crop): the rest of a decode call is demuxing and libavcodec.
+  double convert_s = 0;
 };
 
 class VideoDecoder {
