@@ -2,16 +2,18 @@
 // training step time of R(2+1)D-18 and a small R(2+1)D in fp32, fp16 (autocast + loss scaling)
 // and bf16 (autocast), with the speed-up over fp32. Without a CUDA device it says so and exits 0
 // (Debian's LibTorch has no CUDA; this runs where LibTorch does).
-// Usage: amp_bench [--steps N]
+// Usage: amp_bench [--steps N] [--json FILE]
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/report.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
 #include "train/amp.h"
@@ -84,6 +86,7 @@ double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   int steps = 10;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::max(1, std::atoi(argv[i + 1]));
@@ -199,6 +202,7 @@ int main(int argc, char** argv) {
   const Case cases[] = {
       {"R(2+1)D-18", "r2plus1d_18", 0, {2, 2, 2, 2}, 16, 16},
       {"small R(2+1)D (width 16, 1 block/stage)", "r2plus1d", 16, {1, 1, 1, 1}, 32, 16}};
+  reel::bench::Report report("amp_bench", 0);
   for (const Case& c : cases) {
     torch::nn::AnyModule model = Build(c.name, c.width, c.layers, 400);
     model.ptr()->to(cuda);
@@ -210,13 +214,17 @@ int main(int argc, char** argv) {
     for (Mode mode : {Mode::kFp32, Mode::kFp16, Mode::kBf16}) {
       double s = StepSeconds(model, mode, input, target, steps);
       if (mode == Mode::kFp32) base = s;
-      std::printf(
-          "%-42s batch %lldx3x%lldx112x112  %s  %8.2f ms/step  %8.1f clips/s  speed-up vs fp32 "
-          "%.2fx\n",
-          c.label, static_cast<long long>(c.batch), static_cast<long long>(c.frames),
-          ModeName(mode), s * 1e3, c.batch / s, base / s);
+      std::optional<reel::bench::Reference> fp32;
+      if (mode != Mode::kFp32) fp32 = reel::bench::Reference{c.batch / base, "fp32, the same step"};
+      report.Add({std::string(c.label) + " batch " + std::to_string(c.batch) + "x3x" +
+                      std::to_string(c.frames) + "x112x112, " + ModeName(mode),
+                  c.batch / s,
+                  "clips/s",
+                  {},
+                  fp32});
     }
   }
   std::printf("%s\n", failures == 0 ? "all checks passed" : "CHECKS FAILED");
-  return failures == 0 ? 0 : 1;
+  const int written = report.Finish(json);
+  return failures == 0 ? written : 1;
 }

@@ -24,6 +24,9 @@
 // parameter servers (BSP, one server in this process, SGD there) with 2 and 4 workers. Ranks are
 // threads of one LibTorch thread each: past the cores they share them, which the scaling shows.
 //
+// Every mode ends with bench/report.h's table (--json FILE writes it): the bubble against its
+// theory, each form's clips/s against linear scaling, the pipeline against data parallel.
+//
 //   parallel_bench --scaling 1 [--batch 8] [--width 16] [--frames 8] [--size 56] [--steps 3]
 #include <torch/torch.h>
 
@@ -40,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/report.h"
 #include "models/video_resnet.h"
 #include "parallel/mesh.h"
 #include "parallel/partition.h"
@@ -199,7 +203,7 @@ double MeasuredBandwidth() {
   return bandwidth;
 }
 
-int Crossover(Args a) {
+int Crossover(Args a, bench::Report& report) {
   constexpr int kMicro = 4;
   const double bandwidth = MeasuredBandwidth();
   std::printf("all-reduce bus bandwidth between 2 ranks: %.2f GB/s\n", bandwidth / 1e9);
@@ -254,6 +258,10 @@ int Crossover(Args a) {
                 parameters / 1e6, dp_rate, dp.clips_per_second, pp_rate, pp.clips_per_second,
                 pp_rate / dp_rate, faster == 2 ? "pipeline" : "data",
                 choice->chosen.stages == 2 ? "pipeline" : "data", agree ? "yes" : "NO");
+    const std::string at = "width " + std::to_string(width) + ", size " + std::to_string(size);
+    report.Add({at + ": 1 x 2 pipeline", pp_rate, "clips/s",
+                bench::Reference{pp.clips_per_second, "the planner's estimate"},
+                bench::Reference{dp_rate, "2 x 1 data parallel"}});
   }
   std::printf("the planner agrees with the measurement on %d of %d sizes\n", agreed, rows);
   return 0;
@@ -371,7 +379,7 @@ double ParameterServerRate(const Args& a, const at::Tensor& x, const at::Tensor&
   return workers * a.batch * a.steps / seconds;
 }
 
-int Scaling(const Args& a) {
+int Scaling(const Args& a, bench::Report& report) {
   torch::manual_seed(2);
   const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
   const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
@@ -388,6 +396,11 @@ int Scaling(const Args& a) {
     const double rate = measure();
     std::printf("%-30s %9d %11d %8.3f %8.1f %8.1f %8.2f %10.2f\n", form, processes, clips_per_step,
                 clips_per_step / rate, rate, base, rate / base, rate / base / processes);
+    report.Add({std::string(form) + ", " + std::to_string(processes) + " processes",
+                rate,
+                "clips/s",
+                bench::Reference{base * processes, "linear: processes x one's rate"},
+                {}});
   };
   for (int n : {2, 4}) {
     row("data parallel", n, n * a.batch, 1, [&] { return DataParallelRate(a, x, y, n); });
@@ -407,7 +420,15 @@ int Scaling(const Args& a) {
   return 0;
 }
 
-int Run(const Args& a) {
+int RunModes(const Args& a, bench::Report& report);
+
+int Run(const Args& a, const std::string& json) {
+  bench::Report report("parallel_bench", a.scaling ? 4 : a.stages);
+  const int code = RunModes(a, report);
+  return code != 0 ? code : report.Finish(json);
+}
+
+int RunModes(const Args& a, bench::Report& report) {
   at::set_num_threads(1);
   const char* wait = std::getenv("OMP_WAIT_POLICY");
   const std::string ranks =
@@ -417,8 +438,8 @@ int Run(const Args& a) {
               wait != nullptr ? wait : "(unset)");
   std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
               a.batch, a.frames, a.size, a.size);
-  if (a.crossover) return Crossover(a);
-  if (a.scaling) return Scaling(a);
+  if (a.crossover) return Crossover(a, report);
+  if (a.scaling) return Scaling(a, report);
   torch::manual_seed(2);
   const at::Tensor x = torch::randn({a.batch, 3, a.frames, a.size, a.size});
   const at::Tensor y = torch::randint(8, {a.batch}, torch::kLong);
@@ -456,9 +477,14 @@ int Run(const Args& a) {
       const Row row = Measure(a, *plan, {m, schedule}, x, y);
       const double equal = double(a.stages - 1) / (m + a.stages - 1);
       const double theory = (total - slowest) / (m * slowest + total - slowest);
-      std::printf("%-6s %3d %8.3f %8.3f %8.3f %6.2f %8.3f %8.3f ",
-                  schedule == PipelineSchedule::kGPipe ? "gpipe" : "1f1b", m, row.step_seconds,
+      const char* name = schedule == PipelineSchedule::kGPipe ? "gpipe" : "1f1b";
+      std::printf("%-6s %3d %8.3f %8.3f %8.3f %6.2f %8.3f %8.3f ", name, m, row.step_seconds,
                   row.bubble, theory, theory > 0 ? row.bubble / theory : 0, equal, row.mean_bubble);
+      report.Add({std::string(name) + ", M=" + std::to_string(m) + ": busiest stage's bubble",
+                  row.bubble,
+                  "share",
+                  bench::Reference{theory, "theory for these stage times"},
+                  {}});
       for (int s = 0; s < a.stages; ++s) {
         int64_t bytes = 0;  // one micro-batch's unit outputs on this stage
         for (int u = plan->cuts[s]; u < plan->cuts[s + 1]; ++u) bytes += costs[u].activation_bytes;
@@ -474,4 +500,7 @@ int Run(const Args& a) {
 }  // namespace
 }  // namespace reel::parallel
 
-int main(int argc, char** argv) { return reel::parallel::Run(reel::parallel::Parse(argc, argv)); }
+int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
+  return reel::parallel::Run(reel::parallel::Parse(argc, argv), json);
+}

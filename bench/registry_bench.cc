@@ -392,7 +392,9 @@ Status Run(const Args& args) {
     std::printf("\n== %s ==\n", section.c_str());
     PrintFigures(figures, section);
   }
-  if (!args.json.empty()) REEL_RETURN_IF_ERROR(WriteJson(figures, args.json));
+  if (ReportFigures(figures, machine.torch_threads, args.json) != 0) {
+    return reel::InternalError("cannot write " + args.json);
+  }
   if (!args.keep && args.work.empty()) {
     Progress("removing " + work);
     std::error_code ec;

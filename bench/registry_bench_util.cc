@@ -1,7 +1,6 @@
 // registry_bench's command line, clocks, shell and files, the machine, and the figures' output.
 #include "bench/registry_bench_util.h"
 
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "bench/report.h"
 #include "testing/shell.h"
 
 namespace reel::registry_bench {
@@ -258,24 +259,15 @@ void PrintFigures(const std::vector<Figure>& figures, const std::string& section
   }
 }
 
-Status WriteJson(const std::vector<Figure>& figures, const std::string& path) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+int ReportFigures(const std::vector<Figure>& figures, int threads, const std::string& json_path) {
+  bench::Report report("registry_bench", threads);
   for (const Figure& f : figures) {
-    const bool goal = f.goal != Goal::kNone && f.limit > 0;
-    const bool peer = !f.peer_name.empty() && f.peer > 0;
-    std::string name = f.section + ": " + f.name;
-    if (peer) name += " [peer: " + f.peer_name + "]";
-    out.push_back({{"name", name},
-                   {"value", f.value},
-                   {"unit", f.unit},
-                   {"limit", goal ? nlohmann::ordered_json(f.limit) : nlohmann::ordered_json()},
-                   {"limit_ratio",
-                    goal ? nlohmann::ordered_json(f.value / f.limit) : nlohmann::ordered_json()},
-                   {"peer", peer ? nlohmann::ordered_json(f.peer) : nlohmann::ordered_json()},
-                   {"peer_ratio",
-                    peer ? nlohmann::ordered_json(f.value / f.peer) : nlohmann::ordered_json()}});
+    std::optional<bench::Reference> limit, peer;
+    if (f.goal != Goal::kNone && f.limit > 0) limit = bench::Reference{f.limit, "the goal"};
+    if (!f.peer_name.empty() && f.peer > 0) peer = bench::Reference{f.peer, f.peer_name};
+    report.Add({f.section + ": " + f.name, f.value, f.unit, limit, peer});
   }
-  return WriteFile(path, out.dump(2) + "\n");
+  return report.Finish(json_path);
 }
 
 }  // namespace reel::registry_bench

@@ -94,6 +94,8 @@ Figure MakeFigure(std::string section, std::string name, double value, std::stri
 std::string Number(double v);
 std::string Ratio(double r);
 void PrintFigures(const std::vector<Figure>& figures, const std::string& section);
-Status WriteJson(const std::vector<Figure>& figures, const std::string& path);
+// The closing table every benchmark prints (bench/report.h), and its JSON at `json_path` unless
+// empty: a goal is the figure's limit. Returns the report's exit code.
+int ReportFigures(const std::vector<Figure>& figures, int threads, const std::string& json_path);
 
 }  // namespace reel::registry_bench

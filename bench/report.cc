@@ -43,7 +43,7 @@ nlohmann::json OrNull(const std::optional<Reference>& r, bool ratio, double valu
 std::string Cell(const std::optional<Reference>& r, double value) {
   if (!r) return "-";
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.4g (%.2fx)", r->value,
+  std::snprintf(buffer, sizeof buffer, "%.4g (%.3gx)", r->value,
                 r->value != 0 ? value / r->value : 0.0);
   return buffer;
 }
@@ -66,11 +66,11 @@ void Report::Add(Figure figure) { figures_.push_back(std::move(figure)); }
 int Report::Finish(const std::string& json_path) const {
   const std::string machine = MachineDescription(threads_);
   std::printf("\n%s on %s\n", bench_.c_str(), machine.c_str());
-  std::printf("%-44s %12s %-9s %-22s %-22s  %s\n", "figure", "value", "unit", "limit (ratio)",
+  std::printf("%-52s %11s %-12s %-22s %-22s  %s\n", "figure", "value", "unit", "limit (ratio)",
               "peer (ratio)", "limit / peer");
   for (const Figure& f : figures_) {
     std::string names = (f.limit ? f.limit->name : "-") + " / " + (f.peer ? f.peer->name : "-");
-    std::printf("%-44s %12.4g %-9s %-22s %-22s  %s\n", f.name.c_str(), f.value, f.unit.c_str(),
+    std::printf("%-52s %11.4g %-12s %-22s %-22s  %s\n", f.name.c_str(), f.value, f.unit.c_str(),
                 Cell(f.limit, f.value).c_str(), Cell(f.peer, f.value).c_str(), names.c_str());
   }
   if (json_path.empty()) return 0;

@@ -2,7 +2,7 @@
 // ten teams' queues, run to completion on a simulated clock, and the placement of one 512-worker
 // gang on a loaded cluster. Only the time inside the scheduler counts (its CPU time: one thread).
 //
-//   sched_bench [--nodes 5000] [--jobs 100000] [--gang 512] [--seed 1]
+//   sched_bench [--nodes 5000] [--jobs 100000] [--gang 512] [--seed 1] [--json FILE]
 //
 // Goals: >= 10,000 decisions/s; a 512-worker gang placed in < 100 ms. The peer figure is
 // kube-scheduler's published throughput at 5,000 nodes, about 100 pods/s.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/random.h"
+#include "bench/report.h"
 #include "sched/scheduler.h"
 
 namespace reel::sched {
@@ -125,7 +126,7 @@ double Simulate(Scheduler& s, const std::map<std::string, milliseconds>& runtime
   return cpu;
 }
 
-void Throughput(const Args& a) {
+void Throughput(const Args& a, bench::Report& report) {
   Rng rng = Rng::Stream(a.seed, 1);
   std::vector<Node> nodes = MakeNodes(a.nodes, rng);
   Result<std::unique_ptr<Scheduler>> s = Scheduler::Make(nodes, MakeQueues(nodes));
@@ -165,9 +166,12 @@ void Throughput(const Args& a) {
       per_s, kGoalDecisionsPerSecond, per_s >= kGoalDecisionsPerSecond ? "met" : "MISSED",
       kKubeSchedulerPodsPerSecond, per_s / kKubeSchedulerPodsPerSecond);
   std::printf("  jobs tried/s            %8.0f\n", static_cast<double>(st.tried) / schedule_s);
+  report.Add({"scheduling decisions, " + std::to_string(a.nodes) + " nodes", per_s, "decisions/s",
+              bench::Reference{kGoalDecisionsPerSecond, "the goal"},
+              bench::Reference{kKubeSchedulerPodsPerSecond, "kube-scheduler (published)"}});
 }
 
-void Gang(const Args& a) {
+void Gang(const Args& a, bench::Report& report) {
   Rng rng = Rng::Stream(a.seed, 2);
   std::vector<Node> nodes = MakeNodes(a.nodes, rng);
   Result<std::unique_ptr<Scheduler>> s = Scheduler::Make(nodes, {});
@@ -204,6 +208,13 @@ void Gang(const Args& a) {
       "the limit)\n",
       placed ? "yes" : "NO", ms, kGoalGangMs, placed && ms < kGoalGangMs ? "met" : "MISSED",
       ms / kGoalGangMs);
+  if (placed) {
+    report.Add({std::to_string(a.gang) + "-worker gang placed",
+                ms,
+                "ms",
+                bench::Reference{kGoalGangMs, "the goal"},
+                {}});
+  }
 }
 
 Args ParseArgs(int argc, char** argv) {
@@ -235,10 +246,12 @@ Args ParseArgs(int argc, char** argv) {
 }  // namespace reel::sched
 
 int main(int argc, char** argv) {
+  const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   const reel::sched::Args args = reel::sched::ParseArgs(argc, argv);
   std::printf("sched_bench: one thread, CPU time inside the scheduler only (seed %llu)\n",
               static_cast<unsigned long long>(args.seed));
-  reel::sched::Gang(args);
-  reel::sched::Throughput(args);
-  return 0;
+  reel::bench::Report report("sched_bench", 1);
+  reel::sched::Gang(args, report);
+  reel::sched::Throughput(args, report);
+  return report.Finish(json);
 }

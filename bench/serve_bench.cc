@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/report.h"
 #include "bench/serve_load.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -246,9 +247,17 @@ Server StartServer(std::shared_ptr<serve::Model> model, int max_batch, int delay
   return s;
 }
 
+// The run's closing table (bench/report.h): every row printed below also lands there.
+bench::Report* the_report = nullptr;
+
 void PrintRow(const char* what, const Figures& f, double limit) {
   std::printf("%-44s %8.2f clips/s  p50 %8.1f ms  p99 %8.1f ms  %5.3fx raw\n", what, f.per_second,
               f.p50_ms, f.p99_ms, limit > 0 ? f.per_second / limit : 0.0);
+  the_report->Add({what,
+                   f.per_second,
+                   "clips/s",
+                   bench::Reference{limit, "raw forward, batch 1, no server"},
+                   {}});
 }
 
 // Server-side parse cost of one request body, without the network: the mean of `n` parses.
@@ -323,7 +332,12 @@ void PrintPairHeader(const char* first, const char* unit, bool has_peer) {
   std::printf("\n");
 }
 
-void PrintPair(const std::string& first, const Pair& p) {
+void PrintPair(const std::string& table, const std::string& first, const Pair& p) {
+  std::optional<bench::Reference> peer;
+  if (p.has_peer) peer = bench::Reference{p.peer.per_second, "FastAPI + uvicorn + PyTorch"};
+  the_report->Add({table + " " + first + ": throughput", p.reel.per_second, "/s", {}, peer});
+  if (p.has_peer) peer = bench::Reference{p.peer.p99_ms, "FastAPI + uvicorn + PyTorch"};
+  the_report->Add({table + " " + first + ": p99", p.reel.p99_ms, "ms", {}, peer});
   std::printf("  %-12s  %9.2f %9.1f %9.1f %8zu", first.c_str(), p.reel.per_second, p.reel.p50_ms,
               p.reel.p99_ms, p.reel.requests);
   if (p.has_peer) {
@@ -405,11 +419,14 @@ std::vector<Pair> Sweep(const std::vector<Target>& targets, const serve::Body& b
 }
 
 // A closed-loop table under its title: the header, then a row per concurrency level.
-std::vector<Pair> ClosedTable(const std::vector<Target>& targets, const serve::Body& body,
-                              const std::vector<int>& levels, const char* unit, double seconds) {
+std::vector<Pair> ClosedTable(const std::string& title, const std::vector<Target>& targets,
+                              const serve::Body& body, const std::vector<int>& levels,
+                              const char* unit, double seconds) {
   PrintPairHeader("concurrency", unit, targets.size() > 1);
   std::vector<Pair> rows = Sweep(targets, body, levels, seconds);
-  for (size_t i = 0; i < rows.size(); ++i) PrintPair(std::to_string(levels[i]), rows[i]);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    PrintPair(title + ", concurrency", std::to_string(levels[i]), rows[i]);
+  }
   return rows;
 }
 
@@ -425,7 +442,7 @@ void OpenRow(const std::vector<Target>& targets, const std::vector<std::string>&
   }
   char label[32];
   std::snprintf(label, sizeof(label), "%.2f", rate);
-  PrintPair(label, row);
+  PrintPair("open loop JSON, offered/s", label, row);
   std::printf("  %-12s  %zu requests; connections used: Reel %d%s\n", "", n, conns[0],
               row.has_peer ? (", peer " + std::to_string(conns[1])).c_str() : "");
 }
@@ -481,14 +498,16 @@ void Compare(const Flags& f, std::shared_ptr<serve::Model> model, double raw1_pe
   std::printf("\nclosed loop, JSON FP32 [1,3,%lld,%lld,%lld] (%.2f MB a request)\n",
               static_cast<long long>(kFrames), static_cast<long long>(kSize),
               static_cast<long long>(kSize), json.bytes.size() / 1e6);
-  const std::vector<Pair> closed = ClosedTable(targets, json, f.concurrency, "req/s", f.seconds);
+  const std::vector<Pair> closed =
+      ClosedTable("JSON clip", targets, json, f.concurrency, "req/s", f.seconds);
   std::vector<Pair> videos;
   if (video) {
     std::printf(
         "\nclosed loop, encoded video (BYTES, binary extension, %.2f MB: %s), %d clips a "
         "video, averaged\n",
         video->bytes.size() / 1e6, f.video.c_str(), 4);
-    videos = ClosedTable(targets, *video, f.video_concurrency, "videos/s", f.seconds);
+    videos =
+        ClosedTable("encoded video", targets, *video, f.video_concurrency, "videos/s", f.seconds);
   }
   OpenTable(f, targets, json, raw1_per_second);
   if (has_peer) PrintGoals(f, closed, videos);
@@ -497,6 +516,7 @@ void Compare(const Flags& f, std::shared_ptr<serve::Model> model, double raw1_pe
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string json_path = bench::TakeJsonFlag(&argc, argv);
   const Flags f = ParseFlags(argc, argv);
   if (!f.write_model.empty()) {
     std::filesystem::create_directories(f.write_model);
@@ -504,6 +524,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   serve::SetComputeThreads(f.threads);
+  bench::Report report("serve_bench", f.threads);
+  the_report = &report;
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   std::printf("serve_bench: LibTorch threads %d, cores %u, OMP_WAIT_POLICY=%s, %s, %g s per row\n",
               f.threads, std::thread::hardware_concurrency(), policy ? policy : "(unset)",
@@ -526,5 +548,5 @@ int main(int argc, char** argv) {
   DynamicBatchRow(model, binary, raw1, raw8, f.seconds);
   Compare(f, model, raw1.per_second);
   std::filesystem::remove_all(dir);
-  return 0;
+  return report.Finish(json_path);
 }
