@@ -282,9 +282,10 @@ void Run::ReleaseOtherStages() {
       p.value().set_data(torch::empty({0}, p.value().options()));
     }
   }
-  Logger("train")->info("rank {}: stage {} keeps {:.2f} of the model's {:.2f} MB of weights",
-                        o_.world.rank, stage(), static_cast<double>(kept) / 1e6,
-                        static_cast<double>(all) / 1e6);
+  Logger("train")->info(
+      "rank {}: stage {} keeps {:.2f} of the model's {:.2f} MB of weights ({} of {} bytes)",
+      o_.world.rank, stage(), static_cast<double>(kept) / 1e6, static_cast<double>(all) / 1e6, kept,
+      all);
 }
 
 // Replica 0's stages send their weights and buffers to its first stage, rank 0, which holds the
