@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds ingest_bench, installs its Python peers (OpenCV, PyAV) and runs it. Arguments go to
-# ingest_bench (--threads, --per-class, --clip-frames, --short-side, --keep DIR).
+# ingest_bench (--threads, --per-class, --clip-frames, --short-side, --keep DIR, --json FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds loader_bench, installs its Python peer (python3-torch, python3-torchvision, python3-av)
-# and runs it. Arguments go to loader_bench (--threads, --per-class, --batch, --epochs).
+# and runs it. Arguments go to loader_bench (--threads, --per-class, --batch, --epochs, --rounds,
+# --json FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
