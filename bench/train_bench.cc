@@ -134,7 +134,7 @@ void PrintOps(const char* what, const std::vector<reel::bench::OpStats>& ops, do
 
 int main(int argc, char** argv) {
   const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
-  int threads = 2, batch = 2, frames = 8, size = 112, steps = 3;
+  int threads = 2, batch = 2, frames = 8, size = 112, steps = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::atoi(argv[i + 1]);
