@@ -34,7 +34,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -88,15 +87,6 @@ VideoResNet MakeModel(const Args& a) {
   o.layers = {1, 1, 1, 1};
   torch::manual_seed(1);
   return VideoResNet(o);
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
 }
 
 struct Row {
@@ -434,7 +424,7 @@ int RunModes(const Args& a, bench::Report& report) {
   const std::string ranks =
       a.scaling ? std::string("ranks as threads") : std::to_string(a.stages) + " stage threads";
   std::printf("machine: %s, %u cores; %s x 1 LibTorch thread, OMP_WAIT_POLICY=%s\n",
-              CpuModel().c_str(), std::thread::hardware_concurrency(), ranks.c_str(),
+              bench::CpuModel().c_str(), std::thread::hardware_concurrency(), ranks.c_str(),
               wait != nullptr ? wait : "(unset)");
   std::printf("model: R(2+1)D width %d, layers 1,1,1,1; batch %d x 3 x %d x %d x %d\n", a.width,
               a.batch, a.frames, a.size, a.size);

@@ -174,13 +174,7 @@ std::string LoadAverage() {
 Machine DescribeMachine(int threads) {
   Machine m;
   m.cores = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      m.cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
+  m.cpu = bench::CpuModel();
   // Never more training threads than cores: oversubscribed OpenMP threads spin against each other.
   m.torch_threads = threads > 0 ? std::min(threads, m.cores) : m.cores;
   const char* policy = std::getenv("OMP_WAIT_POLICY");

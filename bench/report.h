@@ -30,6 +30,9 @@ struct Figure {
   std::optional<Reference> limit, peer;
 };
 
+// The CPU's model name, as /proc/cpuinfo gives it ("unknown CPU" when it does not).
+std::string CpuModel();
+
 // Cores, CPU model, memory, and the thread settings a benchmark runs under.
 std::string MachineDescription(int threads);
 

@@ -11,6 +11,11 @@
 
 namespace reel {
 
+// Seconds of the steady clock since `start`: for measuring, not deciding (that takes a Clock).
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // "2026-11-29T16:20:01.123Z": UTC, millisecond precision (logs, registry records).
 std::string FormatIso8601Utc(std::chrono::system_clock::time_point time);
 

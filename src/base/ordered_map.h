@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/thread_pool.h"
 
 namespace reel {
@@ -55,14 +56,7 @@ class OrderedMap {
     REEL_CHECK(HasNext()) << "OrderedMap::Next past the end";
     Refill();
     std::future<T>& front = inflight_.front();
-    if (front.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      const auto started = std::chrono::steady_clock::now();
-      front.wait();
-      if (waited_s != nullptr) {
-        *waited_s +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      }
-    }
+    Wait(front, waited_s);
     T result = front.get();
     inflight_.pop_front();
     ++next_take_;
@@ -76,15 +70,7 @@ class OrderedMap {
   void WaitAhead(size_t count, double* waited_s = nullptr) {
     Refill();
     const size_t k = std::min({count, inflight_.size(), end_ - next_take_});
-    if (k == 0) return;
-    std::future<T>& last = inflight_[k - 1];
-    if (last.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return;
-    const auto started = std::chrono::steady_clock::now();
-    last.wait();
-    if (waited_s != nullptr) {
-      *waited_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    }
+    if (k > 0) Wait(inflight_[k - 1], waited_s);
   }
 
   // Submits no more and waits for every call in flight; HasNext() is false afterwards.
@@ -95,6 +81,14 @@ class OrderedMap {
   }
 
  private:
+  // Waits for `f`, adding the seconds to *waited_s when given and it was not ready yet.
+  static void Wait(std::future<T>& f, double* waited_s) {
+    if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return;
+    const auto started = std::chrono::steady_clock::now();
+    f.wait();
+    if (waited_s != nullptr) *waited_s += SecondsSince(started);
+  }
+
   void Refill() {
     while (inflight_.size() < window_ && next_submit_ < end_) {
       const size_t i = next_submit_++;

@@ -5,16 +5,13 @@
 #include <cstdio>
 #include <tuple>
 
+#include "base/clock.h"
 #include "dataset/frames_codec.h"
 #include "media/decoder.h"
 #include "media/encoder.h"
 
 namespace reel::ingest {
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string ClipKey(const std::string& base, int index) {
   char suffix[16];

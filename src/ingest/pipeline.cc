@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/logging.h"
 #include "base/ordered_map.h"
@@ -307,7 +308,7 @@ class IngestRun {
 
   // Runs on a worker: the clips of listing video `index`, read in place when the store has a
   // local file, else fetched into memory.
-  Clips MakeVideoClips(size_t index) const {
+  Clips MakeVideoClips(size_t index) {
     const SourceVideo& video = listing_.videos[index];
     ClipJob job;
     job.video = &video;
@@ -324,7 +325,7 @@ class IngestRun {
                        o_.encode, &spent);
     }();
     std::lock_guard lock(stages_mu_);
-    report_stages_ += spent;
+    report_.stages += spent;
     return clips;
   }
 
@@ -347,8 +348,7 @@ class IngestRun {
       pending_[video.split] = Position{static_cast<int64_t>(index), static_cast<int>(c)};
       const auto started = std::chrono::steady_clock::now();
       REEL_RETURN_IF_ERROR(writer.AddRecord((*clips)[c]));
-      report_.write_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      report_.write_s += SecondsSince(started);
       ++report_.clips_written;
       progress->AddSecondary(1);
     }
@@ -370,8 +370,7 @@ class IngestRun {
       pending_[split] = Position{static_cast<int64_t>(listing_.videos.size()), 0};
       const auto started = std::chrono::steady_clock::now();
       REEL_RETURN_IF_ERROR(writer->Finish());
-      report_.write_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      report_.write_s += SecondsSince(started);
       REEL_RETURN_IF_ERROR(save_error_);
       std::vector<dataset::ShardStats> all = finished_[split];
       all.insert(all.end(), writer->shards().begin(), writer->shards().end());
@@ -380,12 +379,7 @@ class IngestRun {
       for (const auto& shard : all) report_.clips[split] += static_cast<int64_t>(shard.records);
     }
     for (const auto& [index, failure] : state_.failed) report_.failed.push_back(failure);
-    {
-      std::lock_guard lock(stages_mu_);
-      report_.stages = report_stages_;
-    }
-    report_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    report_.seconds = SecondsSince(started_);
     if (manifest.splits.empty()) {
       return DataLossError("no video of " + o_.source + " could be ingested; first failure: " +
                            (report_.failed.empty() ? "none" : report_.failed[0].reason));
@@ -413,8 +407,7 @@ class IngestRun {
   storage::ObjectStore* out_ = nullptr;
   json settings_;
   IngestReport report_;
-  mutable std::mutex stages_mu_;  // workers add their videos' stage times
-  mutable StageTimes report_stages_;
+  std::mutex stages_mu_;  // workers add their videos' times to report_.stages under it
   RunState state_;
   std::shared_ptr<dataset::KeyRegistry> keys_ = std::make_shared<dataset::KeyRegistry>();
   std::map<std::string, std::unique_ptr<dataset::ShardWriter>> writers_;

@@ -11,6 +11,7 @@ extern "C" {
 #include <utility>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "media/convert.h"
 #include "media/demuxer.h"
 #include "media/ffmpeg_util.h"
@@ -274,8 +275,7 @@ Result<std::optional<Frame>> DecoderImpl::DecodeTo(int64_t target, bool allow_la
       }
       const auto convert_start = std::chrono::steady_clock::now();
       Result<Frame> converted = Convert(frame_.get(), index);
-      stats_.convert_s +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - convert_start).count();
+      stats_.convert_s += SecondsSince(convert_start);
       av_frame_unref(frame_.get());
       if (!converted.ok()) return converted.status();
       ++stats_.frames_returned;
