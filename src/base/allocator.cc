@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "base/check.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -28,20 +30,36 @@ bool RetainFreedHeapMemory() {
 #endif
 }
 
-std::string ZeroedBuffer(size_t size) {
+void ReserveBuffer(std::string* out, size_t capacity) {
+  if (capacity <= out->capacity()) return;
   constexpr size_t kHugePageWorthwhile = 4 << 20;
-  std::string out;
-  if (size >= kHugePageWorthwhile) {
-    out.reserve(size);  // allocated, not yet touched
-    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    char* data = out.data();
-    const size_t lead = (page - reinterpret_cast<uintptr_t>(data) % page) % page;  // to a page
-    const size_t whole = (size - lead) / page * page;
-    // Advice only: a kernel without transparent huge pages says no and the pages stay 4 KiB.
-    if (whole > 0) ::madvise(data + lead, whole, MADV_HUGEPAGE);
-  }
-  out.resize(size);
-  return out;
+  out->reserve(capacity);  // allocated; beyond the old size, not yet touched
+  if (capacity < kHugePageWorthwhile) return;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  char* start = out->data() + out->size();
+  const size_t lead = (page - reinterpret_cast<uintptr_t>(start) % page) % page;  // to a page
+  const size_t untouched = capacity - out->size();
+  if (untouched <= lead) return;
+  const size_t whole = (untouched - lead) / page * page;
+  // Advice only: a kernel without transparent huge pages says no and the pages stay 4 KiB.
+  if (whole > 0) ::madvise(start + lead, whole, MADV_HUGEPAGE);
+}
+
+void AppendInPlace(std::string* out, size_t n, const std::function<size_t(char*, size_t)>& fill) {
+  const size_t old_size = out->size();
+  ReserveBuffer(out, old_size + n);
+#if defined(__cpp_lib_string_resize_and_overwrite)
+  out->resize_and_overwrite(old_size + n, [&](char* data, size_t) {
+    const size_t written = fill(data + old_size, n);
+    REEL_CHECK(written <= n);
+    return old_size + written;
+  });
+#else
+  out->resize(old_size + n);
+  const size_t written = fill(out->data() + old_size, n);
+  REEL_CHECK(written <= n);
+  out->resize(old_size + written);
+#endif
 }
 
 }  // namespace reel

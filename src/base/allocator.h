@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -24,12 +25,18 @@ namespace reel {
 // MALLOC_MMAP_THRESHOLD_). False where the C library is not glibc or refused a setting.
 bool RetainFreedHeapMemory();
 
-// A string of `size` zero bytes to be overwritten (a whole object read into memory). Above 4 MiB
-// its memory is asked for in transparent huge pages (MADV_HUGEPAGE, where the kernel offers them
-// on request) before it is first touched, so filling it faults 2 MiB at a time rather than 4 KiB:
-// on a VM each fault is costly, and reading a 256 MiB file into a new string went from 0.24 to
-// 0.55-3.1 GB/s (the spread: how many huge pages the kernel had free).
-std::string ZeroedBuffer(size_t size);
+// Gives `out` room for `capacity` bytes without touching the memory. Above 4 MiB the memory is
+// asked for in transparent huge pages (MADV_HUGEPAGE, where the kernel offers them on request)
+// before it is first touched, so filling it faults 2 MiB at a time rather than 4 KiB: on a VM
+// each fault is costly, and reading a 256 MiB file into a new string went from 0.24 to
+// 0.55-3.1 GB/s (the spread: how many huge pages the kernel had free). Keeps what `out` holds.
+void ReserveBuffer(std::string* out, size_t capacity);
+
+// Appends up to `n` bytes to `out` that `fill(dest, n)` writes in place and counts (it returns
+// how many it wrote, at most n): a whole object read into memory. The new bytes are not zeroed
+// first where the standard library allows it (C++23's resize_and_overwrite; zeroing 256 MiB
+// cost a third of reading a cached file), and a large buffer is reserved as ReserveBuffer does.
+void AppendInPlace(std::string* out, size_t n, const std::function<size_t(char*, size_t)>& fill);
 
 // An allocator whose resize() leaves new values of trivial types unset, for buffers that are
 // overwritten whole right away (a batch of clips), where zeroing first costs a pass over memory;

@@ -42,19 +42,44 @@ TEST(RetainFreedHeapMemoryTest, LargeBuffersComeFromTheHeapAndStayAfterFree) {
 #endif
 }
 
-TEST(ZeroedBufferTest, IsZeroedAndWritableAtEverySize) {
+TEST(AppendInPlaceTest, KeepsWhatWasThereAndAppendsWhatFillWrote) {
   for (size_t size :
        {size_t{0}, size_t{1}, size_t{4095}, size_t{(4 << 20) - 1}, size_t{(8 << 20) + 3}}) {
-    std::string buffer = ZeroedBuffer(size);
-    ASSERT_EQ(buffer.size(), size);
-    EXPECT_EQ(buffer.find_first_not_of('\0'), std::string::npos) << size;
+    std::string buffer = "head";
+    AppendInPlace(&buffer, size, [](char* dest, size_t n) {
+      for (size_t i = 0; i < n; ++i) dest[i] = static_cast<char>('a' + i % 26);
+      return n;
+    });
+    ASSERT_EQ(buffer.size(), 4 + size);
+    EXPECT_EQ(buffer.substr(0, 4), "head");
+    for (size_t i = 0; i < size; i += 4093) {
+      EXPECT_EQ(buffer[4 + i], static_cast<char>('a' + i % 26)) << size << " at " << i;
+    }
     if (size > 0) {
-      buffer[size - 1] = 'x';
-      buffer[0] = 'y';
-      EXPECT_EQ(buffer.front(), 'y');
-      EXPECT_EQ(buffer.back(), size > 1 ? 'x' : 'y');
+      EXPECT_EQ(buffer.back(), static_cast<char>('a' + (size - 1) % 26));
     }
   }
+}
+
+TEST(AppendInPlaceTest, EndsWhereFillStopped) {
+  std::string buffer = "ab";
+  AppendInPlace(&buffer, 6 << 20, [](char* dest, size_t) {
+    std::memcpy(dest, "xyz", 3);
+    return size_t{3};  // a file that turned out shorter
+  });
+  EXPECT_EQ(buffer, "abxyz");
+  AppendInPlace(&buffer, 10, [](char*, size_t) { return size_t{0}; });
+  EXPECT_EQ(buffer, "abxyz");
+}
+
+TEST(ReserveBufferTest, GrowsCapacityAndKeepsTheBytes) {
+  std::string buffer = "kept";
+  ReserveBuffer(&buffer, 9 << 20);
+  EXPECT_GE(buffer.capacity(), size_t{9} << 20);
+  EXPECT_EQ(buffer, "kept");
+  const char* data = buffer.data();
+  ReserveBuffer(&buffer, 16);  // smaller than what it has: nothing moves
+  EXPECT_EQ(buffer.data(), data);
 }
 
 TEST(UninitializedVectorTest, KeepsWhatItIsGivenAndResizesWithoutZeroing) {

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "base/allocator.h"
 #include "base/logging.h"
 #include "storage/s3_xml.h"
 
@@ -81,6 +83,20 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// A body that lands in the response string gets its room up front, in huge pages when large:
+// appending to a string that grows as bytes arrive cost a third of a 256 MiB GET's speed. The
+// server's word is trusted only up to kMaxReservation; beyond it the string grows.
+void ReserveBody(Transfer& t, std::string_view content_length) {
+  constexpr uint64_t kMaxReservation = uint64_t{1} << 30;
+  const bool success = t.response->status >= 200 && t.response->status < 300;
+  if (!success || t.request->sink != nullptr || t.request->method == "HEAD") return;
+  uint64_t length = 0;
+  auto [end, error] =
+      std::from_chars(content_length.data(), content_length.data() + content_length.size(), length);
+  if (error != std::errc() || end != content_length.data() + content_length.size()) return;
+  ReserveBuffer(&t.response->body, static_cast<size_t>(std::min(length, kMaxReservation)));
+}
+
 size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t n = size * count;
@@ -104,6 +120,7 @@ size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
     value.remove_suffix(1);
   }
+  if (name == "content-length") ReserveBody(*t, value);
   t->response->headers[name] = std::string(value);
   return n;
 }

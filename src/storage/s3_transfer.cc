@@ -399,13 +399,15 @@ Result<std::string> GetWhole(S3Store::Impl& impl, std::string_view key, ObjectIn
     return DataLossError(request.description + ": got " + std::to_string(response.body.size()) +
                          " of " + std::to_string(first_length) + " bytes");
   }
-  if (first_length == total) return std::move(response.body);
-  std::string data(total, '\0');
-  std::memcpy(data.data(), response.body.data(), first_length);
-  response.body = std::string();
-  std::string etag = Unquote(response.Header("etag"));
-  REEL_RETURN_IF_ERROR(FetchParallel(impl, key, first_length, total - first_length, etag,
-                                     data.data() + first_length));
+  std::string data = std::move(response.body);
+  if (first_length == total) return data;
+  const std::string etag = Unquote(response.Header("etag"));
+  Status fetched;
+  AppendInPlace(&data, total - first_length, [&](char* dest, size_t n) {
+    fetched = FetchParallel(impl, key, first_length, n, etag, dest);
+    return n;  // on a failure the bytes are not used
+  });
+  REEL_RETURN_IF_ERROR(fetched);
   return data;
 }
 
@@ -420,22 +422,30 @@ Result<std::string> GetPart(S3Store::Impl& impl, std::string_view key, uint64_t 
     REEL_ASSIGN_OR_RETURN(ObjectInfo head, HeadObject(impl, key));
     if (offset > head.size) return out_of_range(head.size);
     length = std::min(length, head.size - offset);
-    std::string data = ZeroedBuffer(length);  // huge pages: see base/allocator.h
-    REEL_RETURN_IF_ERROR(FetchParallel(impl, key, offset, length, head.etag, data.data()));
+    std::string data;
+    Status fetched;
+    AppendInPlace(&data, length, [&](char* dest, size_t n) {
+      fetched = FetchParallel(impl, key, offset, n, head.etag, dest);
+      return n;  // on a failure the bytes are not used
+    });
+    REEL_RETURN_IF_ERROR(fetched);
     return data;
   }
-  std::string data = ZeroedBuffer(length);
   HttpRequest request;
   request.url = impl.ObjectUrl(FullKey(impl, key));
   request.headers.emplace_back("Range", RangeHeader(offset, length));
-  request.sink = data.data();
   request.sink_capacity = length;
   request.description = impl.Describe("GET", key);
-  REEL_ASSIGN_OR_RETURN(HttpResponse response, impl.http.Execute(request));
-  if (response.status == 206) {
-    data.resize(response.sink_bytes);  // the server clips a range at the end of the object
-    return data;
-  }
+  std::string data;
+  Result<HttpResponse> sent = InternalError("not sent");
+  AppendInPlace(&data, length, [&](char* dest, size_t) {
+    request.sink = dest;
+    sent = impl.http.Execute(request);
+    // The server clips a range at the end of the object.
+    return sent.ok() && sent->status == 206 ? sent->sink_bytes : 0;
+  });
+  REEL_ASSIGN_OR_RETURN(HttpResponse response, std::move(sent));
+  if (response.status == 206) return data;
   if (response.status == 200) {  // range ignored: the whole object came back
     return impl.ErrorFrom(response, request.description + ": the server ignored the Range header");
   }
