@@ -7,8 +7,9 @@
 //     batch per rank: 1 is linear), Reel's and DDP's;
 //   - the share of communication hidden behind backward (the reducer's own timing);
 //   - the reducer's all-reduce bus bandwidth on R(2+1)D-18's gradients (backward of a trivial
-//     loss, so the gradients are ready at once) beside one raw ProcessGroupGloo all-reduce of the
-//     same bytes, the limit; goal: >= 0.95 of it.
+//     loss, so the gradients are ready at once; the time any bucket was in flight, by the
+//     reducer's own clock) beside one raw ProcessGroupGloo all-reduce of the same bytes, the
+//     limit; goal: >= 0.95 of it.
 // Ranks are real processes started by Reel's launcher on loopback.
 //
 //   ddp_bench [--ranks 1,2,4] [--batch N] [--frames N] [--size N] [--steps N] [--big-steps N]
@@ -136,6 +137,20 @@ int Fail(const reel::Status& status) {
   return 5;
 }
 
+// Zeroed tensors of the reducer's bucket sizes, in its launch order.
+std::vector<torch::Tensor> BucketTensors(const reel::parallel::Reducer& reducer,
+                                         torch::nn::Module& module) {
+  std::map<std::string, int64_t> numel;
+  for (const auto& p : module.named_parameters()) numel[p.key()] = p.value().numel();
+  std::vector<torch::Tensor> out;
+  for (const auto& names : reducer.BucketLayout()) {
+    int64_t total = 0;
+    for (const auto& name : names) total += numel[name];
+    out.push_back(torch::zeros({total}));
+  }
+  return out;
+}
+
 // Worker: the reducer's all-reduce against one raw all-reduce of the same bytes (R(2+1)D-18).
 int BandwidthWorker(int repeats, const std::string& out) {
   torch::set_num_threads(1);
@@ -152,8 +167,8 @@ int BandwidthWorker(int repeats, const std::string& out) {
   for (auto& p : module->parameters()) numel += p.numel();
   torch::Tensor flat = torch::ones({numel});
   std::vector<double> reducer_s, raw_s, ratios;
-  // The graph's own work (the backward of a sum: a fill per parameter) is timed without the
-  // reducer (no sync) and subtracted.
+  // The backward of a sum: every gradient is ready almost at once, and the reducer's own clock
+  // (time with a bucket in flight) gives the all-reduces' time without the graph's work.
   auto backward = [&] {
     for (auto& p : module->parameters()) p.mutable_grad() = torch::Tensor();
     torch::Tensor loss = torch::zeros({});
@@ -162,18 +177,35 @@ int BandwidthWorker(int repeats, const std::string& out) {
   };
   // Both return the seconds, or nothing when a collective failed (said on stderr).
   auto time_reducer = [&]() -> std::optional<double> {
-    (*reducer)->set_sync(false);
-    auto alone = Clock::now();
-    backward();
-    const double backward_only = Since(alone);
-    (*reducer)->set_sync(true);
-    auto start = Clock::now();
     backward();
     if (const reel::Status s = (*reducer)->Finish(); !s.ok()) {
       Fail(s);
       return std::nullopt;
     }
-    return Since(start) - backward_only;
+    return (*reducer)->stats().busy_s;
+  };
+  // The reducer's buckets as plain tensors, all started at once as the reducer starts them and
+  // then waited for, without a backward beside them: what bucketing costs against one
+  // all-reduce of everything, apart from sharing the cores with backward.
+  std::vector<torch::Tensor> bucket_tensors;
+  auto time_buckets = [&]() -> std::optional<double> {
+    auto start = Clock::now();
+    std::vector<reel::parallel::PendingCollective> pending;
+    for (auto& bucket : bucket_tensors) {
+      auto started = (*comm)->StartAllReduce(bucket, "raw bucket");
+      if (!started.ok()) {
+        Fail(started.status());
+        return std::nullopt;
+      }
+      pending.push_back(std::move(*started));
+    }
+    for (auto& collective : pending) {
+      if (const reel::Status s = (*comm)->Wait(collective); !s.ok()) {
+        Fail(s);
+        return std::nullopt;
+      }
+    }
+    return Since(start);
   };
   auto time_raw = [&]() -> std::optional<double> {
     auto start = Clock::now();
@@ -183,7 +215,9 @@ int BandwidthWorker(int repeats, const std::string& out) {
     }
     return Since(start);
   };
+  std::vector<double> buckets_s;
   for (int i = 0; i <= repeats; ++i) {
+    if (i == 1) bucket_tensors = BucketTensors(**reducer, *module);  // the layout after step 1
     // Each pair is measured back to back, in alternating order, and compared as a pair: this
     // VM's speed drifts over seconds, and a ratio of adjacent measurements cancels most of it.
     std::optional<double> with_reducer, raw;
@@ -195,8 +229,11 @@ int BandwidthWorker(int repeats, const std::string& out) {
       with_reducer = time_reducer();
     }
     if (!with_reducer || !raw) return 5;
-    // With more ranks than cores the backward timed alone can take longer than the one with the
-    // reducer: such a pair says nothing about the all-reduce and is left out.
+    if (i > 0) {
+      const std::optional<double> buckets = time_buckets();
+      if (!buckets) return 5;
+      buckets_s.push_back(*buckets);
+    }
     if (i > 0 && *with_reducer > 0) {
       reducer_s.push_back(*with_reducer);
       raw_s.push_back(*raw);
@@ -208,7 +245,8 @@ int BandwidthWorker(int repeats, const std::string& out) {
   if (world->rank == 0) {
     std::ofstream(out) << numel * 4 << " " << Median(reducer_s) << " " << Median(raw_s) << " "
                        << Median(ratios) << " " << ratios[ratios.size() / 4] << " "
-                       << ratios[ratios.size() * 3 / 4] << "\n";
+                       << ratios[ratios.size() * 3 / 4] << " " << Median(buckets_s) << " "
+                       << bucket_tensors.size() << "\n";
   }
   return 0;
 }
@@ -370,7 +408,7 @@ int main(int argc, char** argv) {
   for (int n : ranks) {
     if (n < 2) continue;
     std::vector<double> bw = Launch(n, {"bandwidth", std::to_string(bw_steps)});
-    if (bw.size() < 6) {
+    if (bw.size() < 8) {
       std::printf("bandwidth run at %d ranks failed\n", n);
       failed = true;
       continue;
@@ -382,6 +420,12 @@ int main(int argc, char** argv) {
                            std::to_string(n) + " ranks";
     report.Add({at + ": reducer bus bandwidth",
                 busbw(bw[1]),
+                "GB/s",
+                reel::bench::Reference{busbw(bw[2]), "raw ProcessGroupGloo all-reduce"},
+                {}});
+    report.Add({at + ": the reducer's " + std::to_string(static_cast<int>(bw[7])) +
+                    " buckets, raw, started at once",
+                busbw(bw[6]),
                 "GB/s",
                 reel::bench::Reference{busbw(bw[2]), "raw ProcessGroupGloo all-reduce"},
                 {}});

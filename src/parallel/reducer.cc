@@ -6,16 +6,32 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 namespace reel::parallel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
+int64_t SinceEpochNs(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+int64_t NowNs() { return SinceEpochNs(Clock::now()); }
+
+// Length of the union of [start, end] intervals, in seconds.
+double UnionSeconds(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0, covered_to = INT64_MIN;
+  for (const auto& [start, end] : intervals) {
+    const int64_t from = std::max(start, covered_to);
+    if (end > from) total += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return total / 1e9;
 }
 
 std::string Megabytes(int64_t bytes) {
@@ -226,6 +242,7 @@ Status Reducer::Finish() {
   const auto done = Clock::now();
   at::NoGradGuard no_grad;
   int64_t last_done_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> in_flight;  // each bucket's [start, end] in ns
   stats_ = ReducerStats();
   for (auto& b : buckets_) {
     if (options_.compression != GradCompression::kNone) b.flat.copy_(b.wire);
@@ -240,12 +257,14 @@ Status Reducer::Finish() {
       param.mutable_grad() = grad;
     }
     last_done_ns = std::max(last_done_ns, b.done_ns->load());
+    // A completion callback may run just after the waiter wakes: then it ended by now.
+    const int64_t done_ns = b.done_ns->load();
+    in_flight.emplace_back(SinceEpochNs(b.started), done_ns > 0 ? done_ns : NowNs());
     stats_.bytes += b.wire.nbytes();
   }
+  stats_.busy_s = UnionSeconds(std::move(in_flight));
   stats_.buckets = static_cast<int>(buckets_.size());
-  const int64_t first_start_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(buckets_[0].started.time_since_epoch())
-          .count();
+  const int64_t first_start_ns = SinceEpochNs(buckets_[0].started);
   stats_.comm_s =
       std::max<int64_t>(0, (last_done_ns > 0 ? last_done_ns : NowNs()) - first_start_ns) / 1e9;
   stats_.exposed_s = std::chrono::duration<double>(done - finish_start).count();

@@ -60,6 +60,8 @@ struct ReducerStats {
   int buckets = 0;
   int64_t bytes = 0;        // on the wire
   double comm_s = 0;        // first bucket's start to last bucket's end
+  double busy_s = 0;        // time with at least one bucket in flight: bytes / busy_s is the
+                            // bandwidth the all-reduces got, without waits for gradients
   double exposed_s = 0;     // Finish's wait: communication not hidden behind backward
   double hidden_share = 0;  // 1 - exposed / comm
 };

@@ -161,6 +161,9 @@ TEST(ReducerTest, TwoRanksEqualOneProcessWithTheWholeBatch) {
   EXPECT_EQ(MaxDiff(runs[0].params, runs[1].params), 0.0);  // the ranks agree bit for bit
   EXPECT_GE(runs[0].stats.buckets, 3);
   EXPECT_GT(runs[0].stats.comm_s, 0.0);
+  // Busy time counts the buckets' flights, not the gaps between them: within the whole span.
+  EXPECT_GT(runs[0].stats.busy_s, 0.0);
+  EXPECT_LE(runs[0].stats.busy_s, runs[0].stats.comm_s + 1e-6);
 }
 
 TEST(ReducerTest, BucketsFollowGradientReadinessAfterTheFirstStep) {
