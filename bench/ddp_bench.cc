@@ -10,10 +10,13 @@
 //     loss, so the gradients are ready at once; the time any bucket was in flight, by the
 //     reducer's own clock) beside one raw ProcessGroupGloo all-reduce of the same bytes, the
 //     limit; goal: >= 0.95 of it.
-// Ranks are real processes started by Reel's launcher on loopback.
+// Ranks are real processes started by Reel's launcher on loopback, or with --nnodes on several
+// nodes, one launcher each (bench/run_ddp_netns_bench.sh: two network namespaces and a veth
+// pair; the interface is GLOO_SOCKET_IFNAME's); node 0 prints the figures, without the peer.
 //
 //   ddp_bench [--ranks 1,2,4] [--batch N] [--frames N] [--size N] [--steps N] [--big-steps N]
 //             [--rounds N] [--bw-steps N] [--skip-r2plus1d-18 | --bandwidth-only] [--json FILE]
+//             [--nnodes N --node-rank R --master-addr A --master-port P]
 // Timed steps: --steps (default 10) for the small model, --big-steps (default 3) for R(2+1)D-18,
 // --bw-steps (default 30) pairs for the bandwidth; the small model runs --rounds (default 3)
 // alternating rounds.
@@ -276,13 +279,31 @@ std::vector<double> ReadNumbers(const std::string& path) {
   return v;
 }
 
-// Runs this program as `nproc` ranks under Reel's launcher; returns rank 0's numbers.
-std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
+// Where the ranks run: this machine alone, or one of several nodes (network namespaces joined
+// by a veth pair in bench/run_ddp_netns_bench.sh), each running this program with its rank.
+struct Nodes {
+  int count = 1;
+  int rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+};
+Nodes nodes;
+
+// Runs this program as `world` ranks under Reel's launcher, spread evenly over the nodes;
+// returns rank 0's numbers (on the other nodes, none).
+std::vector<double> Launch(int world, std::vector<std::string> worker_args) {
   char path[] = "/tmp/reel-ddp-bench-XXXXXX";
   int fd = mkstemp(path);
   if (fd >= 0) close(fd);
   reel::parallel::LaunchOptions o;
-  o.nproc = nproc;
+  o.nproc = world / nodes.count;
+  o.nnodes = nodes.count;
+  o.node_rank = nodes.rank;
+  o.master_addr = nodes.master_addr;
+  // Each launch on its own port: a node that finishes one launch early must not join the
+  // previous launch's store, still closing on node 0.
+  static int launches = 0;
+  o.master_port = nodes.count > 1 ? nodes.master_port + launches++ : 0;
   o.worker_argv = {Self(), "--worker"};
   o.worker_argv.insert(o.worker_argv.end(), worker_args.begin(), worker_args.end());
   o.worker_argv.push_back(path);
@@ -295,6 +316,16 @@ std::vector<double> Launch(int nproc, std::vector<std::string> worker_args) {
                  result.ok() ? result->failure.c_str() : result.status().ToString().c_str());
   unlink(path);
   return numbers;
+}
+
+// PyTorch DDP as the peer, which runs on this machine's loopback only.
+std::optional<reel::bench::Reference> PeerReference(double value) {
+  if (nodes.count > 1) return std::nullopt;
+  return reel::bench::Reference{value, "PyTorch DDP"};
+}
+
+std::string OverNodes() {
+  return nodes.count > 1 ? " over " + std::to_string(nodes.count) + " nodes" : "";
 }
 
 double Peer(const std::string& model, int world, int batch, int frames, int size, int steps) {
@@ -336,6 +367,10 @@ int main(int argc, char** argv) {
       ranks = ParseRanks(argv[++i]);
       continue;
     }
+    if (a == "--master-addr") {
+      nodes.master_addr = argv[++i];
+      continue;
+    }
     int v = std::atoi(argv[++i]);
     if (a == "--batch")
       batch = v;
@@ -351,11 +386,28 @@ int main(int argc, char** argv) {
       rounds = std::max(1, v);
     else if (a == "--bw-steps")
       bw_steps = std::max(4, v);
+    else if (a == "--nnodes")
+      nodes.count = std::max(1, v);
+    else if (a == "--node-rank")
+      nodes.rank = v;
+    else if (a == "--master-port")
+      nodes.master_port = v;
+  }
+  for (int n : ranks) {
+    if (n % nodes.count != 0 || (nodes.count > 1 && nodes.master_port <= 0)) {
+      std::fprintf(stderr,
+                   "ddp_bench: with --nnodes %d every size in --ranks must be a multiple of it, "
+                   "and --master-port must be set\n",
+                   nodes.count);
+      return 2;
+    }
   }
   std::printf(
       "ddp_bench: batch %d x 3 x %d x %d^2 per rank, median of %d timed steps in %d alternating "
-      "rounds (R(2+1)D-18: %d steps, 1 round), 1 thread per rank, gloo on loopback\n",
-      batch, frames, size, steps, rounds, big_steps);
+      "rounds (R(2+1)D-18: %d steps, 1 round), 1 thread per rank, gloo %s\n",
+      batch, frames, size, steps, rounds, big_steps,
+      nodes.count == 1 ? "on loopback"
+                       : ("over " + std::to_string(nodes.count) + " nodes").c_str());
   reel::bench::Report report("ddp_bench", 1);
   bool failed = false;  // a run that failed is said and skipped; the others still report
   std::vector<std::string> models;
@@ -375,7 +427,9 @@ int main(int argc, char** argv) {
     for (int round = 0; round < (m == "small" ? rounds : 1); ++round) {
       for (int n : ranks) {
         const std::vector<double> reel = Launch(n, args);
-        const double peer = Peer(m, n, batch, frames, size, timed);
+        if (nodes.rank != 0) continue;  // node 0 reports
+        // PyTorch's DDP peer runs on loopback only: across nodes the figures stand alone.
+        const double peer = nodes.count == 1 ? Peer(m, n, batch, frames, size, timed) : 1;
         if (reel.size() < 2 || peer <= 0) {
           std::printf("%s at %d ranks: a run failed (Reel %s, PyTorch %s)\n", m.c_str(), n,
                       reel.size() < 2 ? "failed" : "ran", peer <= 0 ? "failed" : "ran");
@@ -392,15 +446,15 @@ int main(int argc, char** argv) {
     const double peer_one = Median(peer_s[ranks.front()]);
     for (int n : ranks) {
       if (reel_s[n].empty() || reel_s[ranks.front()].empty()) continue;
-      const std::string at = label + ", " + std::to_string(n) + " rank" + (n > 1 ? "s" : "");
+      const std::string at =
+          label + ", " + std::to_string(n) + " rank" + (n > 1 ? "s" : "") + OverNodes();
       const double reel = Median(reel_s[n]), peer = Median(peer_s[n]);
-      report.Add({at + ": step", reel, "s", {}, reel::bench::Reference{peer, "PyTorch DDP"}});
+      report.Add({at + ": step", reel, "s", {}, PeerReference(peer)});
       if (n == ranks.front()) continue;
       // Weak scaling (the same batch per rank): time at the first size / time at n, where 1 is
       // perfect; past the machine's cores the ranks share them and it must fall.
       report.Add({at + ": scaling efficiency", reel_one / reel, "x",
-                  reel::bench::Reference{1.0, "linear"},
-                  reel::bench::Reference{peer_one / peer, "PyTorch DDP"}});
+                  reel::bench::Reference{1.0, "linear"}, PeerReference(peer_one / peer)});
       report.Add(
           {at + ": communication hidden behind backward", Median(hidden[n]), "share", {}, {}});
     }
@@ -408,6 +462,7 @@ int main(int argc, char** argv) {
   for (int n : ranks) {
     if (n < 2) continue;
     std::vector<double> bw = Launch(n, {"bandwidth", std::to_string(bw_steps)});
+    if (nodes.rank != 0) continue;
     if (bw.size() < 8) {
       std::printf("bandwidth run at %d ranks failed\n", n);
       failed = true;
@@ -417,7 +472,7 @@ int main(int argc, char** argv) {
     auto busbw = [&](double seconds) { return bw[0] * 2.0 * (n - 1) / n / seconds / 1e9; };
     const std::string at = "all-reduce of R(2+1)D-18's gradients (" +
                            std::to_string(static_cast<int>(bw[0] / 1e6)) + " MB), " +
-                           std::to_string(n) + " ranks";
+                           std::to_string(n) + " ranks" + OverNodes();
     report.Add({at + ": reducer bus bandwidth",
                 busbw(bw[1]),
                 "GB/s",
@@ -434,6 +489,7 @@ int main(int argc, char** argv) {
         "%.2f-%.2f)\n",
         n, bw[3], bw_steps, bw[4], bw[5]);
   }
+  if (nodes.rank != 0) return 0;  // node 0 prints the figures
   const int written = report.Finish(json);
   return failed ? 1 : written;
 }
