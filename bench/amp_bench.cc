@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/allocator.h"
 #include "bench/report.h"
 #include "models/model_zoo.h"
 #include "models/state_dict.h"
@@ -86,6 +87,7 @@ double StepSeconds(torch::nn::AnyModule& model, Mode mode, const torch::Tensor& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  reel::RetainFreedHeapMemory();  // the heap settings of `reel`, which these steps stand for
   const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   int steps = 10;
   for (int i = 1; i + 1 < argc; ++i) {

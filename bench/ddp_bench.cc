@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "base/allocator.h"
 #include "bench/report.h"
 #include "models/model_zoo.h"
 #include "parallel/comm.h"
@@ -342,6 +343,7 @@ double Peer(const std::string& model, int world, int batch, int frames, int size
 }  // namespace
 
 int main(int argc, char** argv) {
+  reel::RetainFreedHeapMemory();  // the heap settings of `reel`, which these steps stand for
   if (argc > 1 && std::string(argv[1]) == "--worker") {
     std::string mode = argc > 2 ? argv[2] : "";
     if (mode == "step" && argc == 9) {

@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/allocator.h"
 #include "bench/report.h"
 #include "models/video_resnet.h"
 #include "parallel/mesh.h"
@@ -491,6 +492,7 @@ int RunModes(const Args& a, bench::Report& report) {
 }  // namespace reel::parallel
 
 int main(int argc, char** argv) {
+  reel::RetainFreedHeapMemory();  // the heap settings of `reel`, which these steps stand for
   const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   return reel::parallel::Run(reel::parallel::Parse(argc, argv), json);
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/allocator.h"
 #include "bench/op_profile.h"
 #include "bench/report.h"
 #include "models/video_resnet.h"
@@ -133,6 +134,7 @@ void PrintOps(const char* what, const std::vector<reel::bench::OpStats>& ops, do
 }  // namespace
 
 int main(int argc, char** argv) {
+  reel::RetainFreedHeapMemory();  // the heap settings of `reel`, which these steps stand for
   const std::string json = reel::bench::TakeJsonFlag(&argc, argv);
   int threads = 2, batch = 2, frames = 8, size = 112, steps = 8;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -18,11 +18,12 @@
 
 namespace reel {
 
-// Keeps freed heap memory in the process for reuse: buffers up to 32 MiB come from the heap,
-// not mmap, and freed memory at the top of the heap is kept up to 1 GiB. The process's resident
-// size stays at its high-water mark, as under jemalloc or tcmalloc. Leaves the settings alone
-// when the user set glibc's own (GLIBC_TUNABLES, MALLOC_TRIM_THRESHOLD_,
-// MALLOC_MMAP_THRESHOLD_). False where the C library is not glibc or refused a setting.
+// Keeps freed heap memory in the process for reuse: every buffer comes from the heap, not
+// mmap (M_MMAP_MAX 0), and freed memory at the top of the heap is kept up to 1 GiB. The process's
+// resident size stays at its high-water mark, as under jemalloc or tcmalloc. Leaves the settings
+// alone when the user set glibc's own (GLIBC_TUNABLES, MALLOC_TRIM_THRESHOLD_,
+// MALLOC_MMAP_THRESHOLD_, MALLOC_MMAP_MAX_). False where the C library is not glibc or refused a
+// setting.
 bool RetainFreedHeapMemory();
 
 // Gives `out` room for `capacity` bytes without touching the memory. Above 4 MiB the memory is

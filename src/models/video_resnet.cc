@@ -3,11 +3,18 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "models/batch_norm.h"
 
 namespace reel::models {
 namespace {
 
 namespace nn = torch::nn;
+
+// Batch norm and the ReLU after it as one module in the BatchNorm3d's place; the ReLU's slot
+// stays (an Identity), so every later module keeps its index and torchvision's state-dict names.
+BatchNormRelu BnRelu(int features) { return BatchNormRelu(BatchNormReluOptions{features, true}); }
+BatchNormRelu Bn(int features) { return BatchNormRelu(BatchNormReluOptions{features, false}); }
+nn::Identity ReluDone() { return nn::Identity(); }
 
 nn::Conv3d Conv(int in, int out, std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride,
                 std::array<int64_t, 3> padding) {
@@ -57,8 +64,8 @@ TORCH_MODULE(TemporalConv);
 nn::AnyModule ConvBuilder(VideoArch arch, bool temporal, int in, int out, int mid, int stride) {
   const int64_t s = stride;
   if (arch == VideoArch::kR2Plus1D) {  // Conv2Plus1D: spatial (1,3,3), then temporal (3,1,1)
-    Conv2Plus1D seq(Conv(in, mid, {1, 3, 3}, {1, s, s}, {0, 1, 1}), nn::BatchNorm3d(mid),
-                    nn::ReLU(nn::ReLUOptions(true)), TemporalConv(mid, out, 3, stride, 1));
+    Conv2Plus1D seq(Conv(in, mid, {1, 3, 3}, {1, s, s}, {0, 1, 1}), BnRelu(mid), ReluDone(),
+                    TemporalConv(mid, out, 3, stride, 1));
     return nn::AnyModule(seq);
   }
   if (!temporal)
@@ -72,21 +79,21 @@ class BasicBlockImpl : public nn::Module {
     const int mid = (inplanes * planes * 27) / (inplanes * 9 + 3 * planes);
     nn::Sequential c1;
     c1->push_back(ConvBuilder(arch, temporal, inplanes, planes, mid, stride));
-    c1->push_back(nn::BatchNorm3d(planes));
-    c1->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    c1->push_back(BnRelu(planes));
+    c1->push_back(ReluDone());
     conv1 = register_module("conv1", c1);
     nn::Sequential c2;
     c2->push_back(ConvBuilder(arch, temporal, planes, planes, mid, 1));
-    c2->push_back(nn::BatchNorm3d(planes));
+    c2->push_back(Bn(planes));
     conv2 = register_module("conv2", c2);
     if (stride != 1 || inplanes != planes) {
       const int64_t s = stride;
       std::array<int64_t, 3> ds = (arch == VideoArch::kMC3 && !temporal)
                                       ? std::array<int64_t, 3>{1, s, s}
                                       : std::array<int64_t, 3>{s, s, s};
-      downsample = register_module("downsample",
-                                   nn::Sequential(Conv(inplanes, planes, {1, 1, 1}, ds, {0, 0, 0}),
-                                                  nn::BatchNorm3d(planes)));
+      downsample = register_module(
+          "downsample",
+          nn::Sequential(Conv(inplanes, planes, {1, 1, 1}, ds, {0, 0, 0}), Bn(planes)));
     }
   }
 
@@ -110,13 +117,11 @@ VideoResNetImpl::VideoResNetImpl(const VideoResNetOptions& o) : options_(o) {
   if (o.arch == VideoArch::kR2Plus1D) {
     const int mid = std::max(1, (45 * w + 32) / 64);  // 45 at width 64, as torchvision
     stem = register_module(
-        "stem", nn::Sequential(Conv(3, mid, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), nn::BatchNorm3d(mid),
-                               nn::ReLU(nn::ReLUOptions(true)), TemporalConv(mid, w, 3, 1, 1),
-                               nn::BatchNorm3d(w), nn::ReLU(nn::ReLUOptions(true))));
+        "stem", nn::Sequential(Conv(3, mid, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), BnRelu(mid),
+                               ReluDone(), TemporalConv(mid, w, 3, 1, 1), BnRelu(w), ReluDone()));
   } else {
     stem = register_module(
-        "stem", nn::Sequential(Conv(3, w, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), nn::BatchNorm3d(w),
-                               nn::ReLU(nn::ReLUOptions(true))));
+        "stem", nn::Sequential(Conv(3, w, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), BnRelu(w), ReluDone()));
   }
   int inplanes = w;
   auto make_layer = [&](int index, int planes, int blocks, int stride) {
