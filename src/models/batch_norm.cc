@@ -268,6 +268,7 @@ BatchNormReluImpl::BatchNormReluImpl(BatchNormReluOptions options) : options_(op
   num_batches_tracked = register_buffer("num_batches_tracked", torch::zeros({}, torch::kLong));
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value, as every LibTorch module's
 torch::Tensor BatchNormReluImpl::forward(torch::Tensor x) {
   if (is_training()) {
     torch::NoGradGuard no_grad;
