@@ -19,28 +19,14 @@ for a in "${ARGS[@]}"; do
   NODE1_ARGS+=("$a")
 done
 
+source scripts/netns_pair.sh
 NS0=reel-bench-n0-$$
 NS1=reel-bench-n1-$$
-cleanup() {
-  for ns in "$NS0" "$NS1"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-if ! ip netns add "$NS0" 2>/dev/null; then
+trap 'netns_pair_down "$NS0" "$NS1"' EXIT
+if ! netns_pair_up "$NS0" "$NS1" "rb0-$$" "rb1-$$" 10.232.0.1 10.232.0.2; then
   echo "run_ddp_netns_bench: cannot create network namespaces (needs root and iproute2)" >&2
   exit 1
 fi
-ip netns add "$NS1"
-ip link add "rb0-$$" type veth peer name "rb1-$$"
-ip link set "rb0-$$" netns "$NS0"
-ip link set "rb1-$$" netns "$NS1"
-ip -n "$NS0" addr add 10.232.0.1/24 dev "rb0-$$"
-ip -n "$NS1" addr add 10.232.0.2/24 dev "rb1-$$"
-for ns in "$NS0" "$NS1"; do ip -n "$ns" link set lo up; done
-ip -n "$NS0" link set "rb0-$$" up
-ip -n "$NS1" link set "rb1-$$" up
 
 PORT=29611
 echo "== two nodes (network namespaces, veth) =="

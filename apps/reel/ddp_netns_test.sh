@@ -9,31 +9,18 @@ set -u
 REEL=$1
 source "$(dirname "$0")/check_lib.sh"
 
+source "$(dirname "$0")/../../scripts/netns_pair.sh"
 NS0=reel-n0-$$
 NS1=reel-n1-$$
 cleanup() {
-  ip netns pids "$NS0" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns pids "$NS1" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns del "$NS0" 2>/dev/null
-  ip netns del "$NS1" 2>/dev/null
+  netns_pair_down "$NS0" "$NS1"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-if ! ip netns add "$NS0" 2>/dev/null; then
+if ! netns_pair_up "$NS0" "$NS1" "veth0-$$" "veth1-$$" 10.231.0.1 10.231.0.2; then
   echo "skipped: cannot create network namespaces here (needs root and ip(8) from iproute2)"
   exit 77
 fi
-ip netns add "$NS1"
-ip link add "veth0-$$" type veth peer name "veth1-$$"
-ip link set "veth0-$$" netns "$NS0"
-ip link set "veth1-$$" netns "$NS1"
-ip -n "$NS0" addr add 10.231.0.1/24 dev "veth0-$$"
-ip -n "$NS1" addr add 10.231.0.2/24 dev "veth1-$$"
-for ns in "$NS0" "$NS1"; do
-  ip -n "$ns" link set lo up
-done
-ip -n "$NS0" link set "veth0-$$" up
-ip -n "$NS1" link set "veth1-$$" up
 
 tiny_dataset
 # The dataset and checkpoints are on this host's file system, which both namespaces share (the
