@@ -62,6 +62,15 @@ std::pair<double, double> MedianSecondsAlternating(int repeat, const std::functi
   return {times_a[times_a.size() / 2], times_b[times_b.size() / 2]};
 }
 
+// A run that reads `key` whole from `store` and checks its size.
+std::function<bool()> GetsWhole(reel::storage::ObjectStore& store, std::string key,
+                                uint64_t bytes) {
+  return [&store, key = std::move(key), bytes] {
+    auto got = store.Get(key);
+    return got.ok() && got->size() == bytes;
+  };
+}
+
 bool Shell(const std::string& command) { return std::system(command.c_str()) == 0; }
 
 // A Reel transfer against the standard tool: for the local store the tool (cp, dd) is the
@@ -145,13 +154,8 @@ int main(int argc, char** argv) {
       args.repeat, [&] { return (*local_scratch)->Put("obj.bin", data).ok(); },
       [&] { return Shell("cp '" + source + "' '" + work + "/cp.bin'"); });
   auto cp_read = [&] { return Shell("cp '" + work + "/store/obj.bin' /dev/null"); };
-  auto [get_s, cp_read_s] = MedianSecondsAlternating(
-      args.repeat,
-      [&] {
-        auto got = (*local)->Get("obj.bin");
-        return got.ok() && got->size() == bytes;
-      },
-      cp_read);
+  auto [get_s, cp_read_s] =
+      MedianSecondsAlternating(args.repeat, GetsWhole(**local, "obj.bin", bytes), cp_read);
   std::string buffer(8 << 20, '\0');
   auto [stream_s, cp_read2_s] = MedianSecondsAlternating(
       args.repeat,
@@ -235,13 +239,8 @@ int main(int argc, char** argv) {
         args.repeat, [&] { return put_ok((*parallel)->Put("par.bin", data)); }, curl_put);
     auto [s3_put_no_md5, curl_put_4] = MedianSecondsAlternating(
         args.repeat, [&] { return put_ok((*no_md5)->Put("par.bin", data)); }, curl_put);
-    auto [s3_get_single, curl_get_1] = MedianSecondsAlternating(
-        args.repeat,
-        [&] {
-          auto got = (*single)->Get("par.bin");
-          return got.ok() && got->size() == bytes;
-        },
-        curl_get);
+    auto [s3_get_single, curl_get_1] =
+        MedianSecondsAlternating(args.repeat, GetsWhole(**single, "par.bin", bytes), curl_get);
     auto [s3_get_parallel, curl_get_2] = MedianSecondsAlternating(
         args.repeat,
         [&] {
@@ -250,12 +249,7 @@ int main(int argc, char** argv) {
         },
         curl_get);
     auto [s3_get_parallel_2, curl_ranges] = MedianSecondsAlternating(
-        args.repeat,
-        [&] {
-          auto got = (*parallel)->Get("par.bin");
-          return got.ok() && got->size() == bytes;
-        },
-        curl_get_ranges);
+        args.repeat, GetsWhole(**parallel, "par.bin", bytes), curl_get_ranges);
 
     std::printf("S3: %s, %d-way parallel, %llu MiB parts\n", options->endpoint.c_str(),
                 options->parallelism, static_cast<unsigned long long>(options->part_size >> 20));

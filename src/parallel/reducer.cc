@@ -256,9 +256,9 @@ Status Reducer::Finish() {
                 c10::contiguous_strides(param.sizes()));
       param.mutable_grad() = grad;
     }
-    last_done_ns = std::max(last_done_ns, b.done_ns->load());
     // A completion callback may run just after the waiter wakes: then it ended by now.
     const int64_t done_ns = b.done_ns->load();
+    last_done_ns = std::max(last_done_ns, done_ns);
     in_flight.emplace_back(SinceEpochNs(b.started), done_ns > 0 ? done_ns : NowNs());
     stats_.bytes += b.wire.nbytes();
   }
