@@ -107,9 +107,9 @@ struct Speed {
 };
 
 // The median speed of pushing the last of `versions` into an in-memory store after the others,
-// each the parent of the next: the codec's own speed (SHA-256, the bases read back, XOR, planes,
-// zstd) without the disk. `cache`: whether the store keeps a delta base cache; without one, the
-// last push decodes each base's whole chain from the store.
+// each the parent of the next: the codec's own speed (SHA-256, the bases read back, residuals,
+// planes, zstd) without the disk. `cache`: whether the store keeps a delta base cache; without one,
+// the last push decodes each base's whole chain from the store.
 Result<Speed> InMemoryPush(const std::vector<const SafetensorsFile*>& versions, bool cache,
                            int threads, int repeat) {
   std::vector<double> wall, cpu;

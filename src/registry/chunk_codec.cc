@@ -4,9 +4,11 @@
 #include <emmintrin.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "base/hash.h"
 #include "base/zstd.h"
@@ -15,6 +17,7 @@ namespace reel::registry {
 namespace {
 
 constexpr std::string_view kMagic = "RKC1";
+constexpr std::string_view kMagicDifference = "RKC2";  // the difference and linear forms
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kBaseHashBytes = 32;
 
@@ -29,20 +32,91 @@ uint64_t GetU64(const char* p) {
   return v;
 }
 
-// One kernel both ways: element byte i * W + p <-> plane byte p * n + i, XORed with the base's
-// element byte when kXor, for elements [begin, n). Direction and XOR are template arguments, so
-// the inner loop carries no branch.
-template <int W, bool kToPlanes, bool kXor>
-void PlanesScalar(const uint8_t* in, const uint8_t* base, size_t begin, size_t n, uint8_t* out) {
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "elements are read as little-endian integers, as chunks store them");
+
+// Elements as unsigned integers of their width; arithmetic wraps, so each step inverts exactly.
+template <int W>
+using Element = std::conditional_t<
+    W == 1, uint8_t,
+    std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
+
+// What the planes hold for an element: itself, its XOR with the base, or the zigzag of its
+// difference from the base or from the base extrapolated by the base's own step.
+enum class Op { kNone, kXor, kDifference, kLinear };
+
+Op OpOf(ChunkForm form) {
+  switch (form) {
+    case ChunkForm::kXorDelta:
+      return Op::kXor;
+    case ChunkForm::kDifference:
+      return Op::kDifference;
+    case ChunkForm::kLinear:
+      return Op::kLinear;
+    default:
+      return Op::kNone;
+  }
+}
+
+template <typename U>
+U ZigZag(U d) {
+  using S = std::make_signed_t<U>;
+  return static_cast<U>(static_cast<U>(d << 1) ^
+                        static_cast<U>(static_cast<S>(d) >> (8 * sizeof(U) - 1)));
+}
+template <typename U>
+U UnZigZag(U z) {
+  return static_cast<U>(static_cast<U>(z >> 1) ^ static_cast<U>(0 - (z & 1)));
+}
+
+template <typename U>
+U Load(const uint8_t* p, size_t i) {
+  U v;
+  std::memcpy(&v, p + i * sizeof(U), sizeof(U));
+  return v;
+}
+
+template <typename U, Op kOp>
+U Predict(const uint8_t* base, const uint8_t* before, size_t i) {
+  if constexpr (kOp == Op::kLinear) {
+    return static_cast<U>(2 * Load<U>(base, i) - Load<U>(before, i));
+  } else if constexpr (kOp == Op::kNone) {
+    return 0;
+  } else {
+    return Load<U>(base, i);
+  }
+}
+
+template <typename U, Op kOp>
+U Forward(U raw, U predicted) {
+  if constexpr (kOp == Op::kNone) return raw;
+  if constexpr (kOp == Op::kXor) return raw ^ predicted;
+  return ZigZag<U>(static_cast<U>(raw - predicted));
+}
+template <typename U, Op kOp>
+U Inverse(U stored, U predicted) {
+  if constexpr (kOp == Op::kNone) return stored;
+  if constexpr (kOp == Op::kXor) return stored ^ predicted;
+  return static_cast<U>(predicted + UnZigZag(stored));
+}
+
+// One kernel both ways: element i (bytes i * W .. i * W + W - 1) <-> plane bytes p * n + i,
+// through Forward or Inverse, for elements [begin, n). Direction and op are template arguments,
+// so the inner loop carries no branch.
+template <int W, bool kToPlanes, Op kOp>
+void PlanesScalar(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t begin,
+                  size_t n, uint8_t* out) {
+  using U = Element<W>;
   for (size_t i = begin; i < n; ++i) {
-    for (int p = 0; p < W; ++p) {
-      const size_t element = i * W + p, plane = p * n + i;
-      const uint8_t b = kXor ? base[element] : 0;
-      if (kToPlanes) {
-        out[plane] = in[element] ^ b;
-      } else {
-        out[element] = in[plane] ^ b;
-      }
+    const U predicted = Predict<U, kOp>(base, before, i);
+    if constexpr (kToPlanes) {
+      const U v = Forward<U, kOp>(Load<U>(in, i), predicted);
+      for (int p = 0; p < W; ++p) out[p * n + i] = static_cast<uint8_t>(v >> (8 * p));
+    } else {
+      U stored = 0;
+      for (int p = 0; p < W; ++p) stored |= static_cast<U>(U{in[p * n + i]} << (8 * p));
+      const U v = Inverse<U, kOp>(stored, predicted);
+      std::memcpy(out + i * W, &v, W);
     }
   }
 }
@@ -50,12 +124,38 @@ void PlanesScalar(const uint8_t* in, const uint8_t* base, size_t begin, size_t n
 #if defined(__SSE2__)
 // Four-byte elements (F32, I32: nearly every weight) sixteen at a time with SSE2, which every
 // x86-64 has: the byte loop above ran at a fraction of zstd's speed and was the push's largest
-// cost after it. Both directions are byte transposes built from unpack steps.
-template <bool kXor>
-__m128i LoadElements(const uint8_t* in, const uint8_t* base, size_t offset) {
-  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + offset));
-  if (kXor) v = _mm_xor_si128(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + offset)));
-  return v;
+// cost after it. Both directions are byte transposes built from unpack steps, with the op on four
+// elements at a time on the element side.
+__m128i Load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+template <Op kOp>
+__m128i Predict4(const uint8_t* base, const uint8_t* before, size_t offset) {
+  if constexpr (kOp == Op::kNone) return _mm_setzero_si128();
+  const __m128i b = Load128(base + offset);
+  if constexpr (kOp == Op::kLinear)
+    return _mm_sub_epi32(_mm_slli_epi32(b, 1), Load128(before + offset));
+  return b;
+}
+
+template <Op kOp>
+__m128i Forward4(__m128i raw, __m128i predicted) {
+  if constexpr (kOp == Op::kNone) return raw;
+  if constexpr (kOp == Op::kXor) return _mm_xor_si128(raw, predicted);
+  const __m128i d = _mm_sub_epi32(raw, predicted);
+  return _mm_xor_si128(_mm_slli_epi32(d, 1), _mm_srai_epi32(d, 31));
+}
+
+template <Op kOp>
+__m128i Inverse4(__m128i stored, __m128i predicted) {
+  if constexpr (kOp == Op::kNone) return stored;
+  if constexpr (kOp == Op::kXor) return _mm_xor_si128(stored, predicted);
+  const __m128i sign = _mm_sub_epi32(_mm_setzero_si128(), _mm_and_si128(stored, _mm_set1_epi32(1)));
+  return _mm_add_epi32(predicted, _mm_xor_si128(_mm_srli_epi32(stored, 1), sign));
+}
+
+template <Op kOp>
+__m128i LoadElements(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t offset) {
+  return Forward4<kOp>(Load128(in + offset), Predict4<kOp>(base, before, offset));
 }
 
 // Elements a (0-3) and b (4-7) to [plane 0 | plane 1] and [plane 2 | plane 3] of those eight
@@ -67,15 +167,16 @@ inline void EightToPlanes(__m128i a, __m128i b, __m128i* planes01, __m128i* plan
   *planes23 = _mm_unpackhi_epi8(v0, v1);
 }
 
-template <bool kXor>
-void ToPlanes4(const uint8_t* in, const uint8_t* base, size_t n, uint8_t* out) {
+template <Op kOp>
+void ToPlanes4(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
+               uint8_t* out) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m128i w01_lo, w23_lo, w01_hi, w23_hi;  // elements 0-7 and 8-15
-    EightToPlanes(LoadElements<kXor>(in, base, 4 * i), LoadElements<kXor>(in, base, 4 * i + 16),
-                  &w01_lo, &w23_lo);
-    EightToPlanes(LoadElements<kXor>(in, base, 4 * i + 32),
-                  LoadElements<kXor>(in, base, 4 * i + 48), &w01_hi, &w23_hi);
+    EightToPlanes(LoadElements<kOp>(in, base, before, 4 * i),
+                  LoadElements<kOp>(in, base, before, 4 * i + 16), &w01_lo, &w23_lo);
+    EightToPlanes(LoadElements<kOp>(in, base, before, 4 * i + 32),
+                  LoadElements<kOp>(in, base, before, 4 * i + 48), &w01_hi, &w23_hi);
     const __m128i planes[4] = {
         _mm_unpacklo_epi64(w01_lo, w01_hi), _mm_unpackhi_epi64(w01_lo, w01_hi),
         _mm_unpacklo_epi64(w23_lo, w23_hi), _mm_unpackhi_epi64(w23_lo, w23_hi)};
@@ -83,62 +184,104 @@ void ToPlanes4(const uint8_t* in, const uint8_t* base, size_t n, uint8_t* out) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p * n + i), planes[p]);
     }
   }
-  PlanesScalar<4, true, kXor>(in, base, i, n, out);
+  PlanesScalar<4, true, kOp>(in, base, before, i, n, out);
 }
 
-template <bool kXor>
-void FromPlanes4(const uint8_t* in, const uint8_t* base, size_t n, uint8_t* out) {
+template <Op kOp>
+void FromPlanes4(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
+                 uint8_t* out) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m128i p[4];
-    for (int k = 0; k < 4; ++k) {
-      p[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k * n + i));
-    }
+    for (int k = 0; k < 4; ++k) p[k] = Load128(in + k * n + i);
     // Pairs (byte 0, byte 1) and (byte 2, byte 3) per element, then the pairs joined.
     const __m128i x0 = _mm_unpacklo_epi8(p[0], p[1]), x1 = _mm_unpackhi_epi8(p[0], p[1]);
     const __m128i y0 = _mm_unpacklo_epi8(p[2], p[3]), y1 = _mm_unpackhi_epi8(p[2], p[3]);
     const __m128i elements[4] = {_mm_unpacklo_epi16(x0, y0), _mm_unpackhi_epi16(x0, y0),
                                  _mm_unpacklo_epi16(x1, y1), _mm_unpackhi_epi16(x1, y1)};
     for (int k = 0; k < 4; ++k) {
-      __m128i e = elements[k];
-      if (kXor) {
-        e = _mm_xor_si128(e,
-                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 4 * i + 16 * k)));
-      }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i + 16 * k), e);
+      const size_t offset = 4 * i + 16 * k;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + offset),
+                       Inverse4<kOp>(elements[k], Predict4<kOp>(base, before, offset)));
     }
   }
-  PlanesScalar<4, false, kXor>(in, base, i, n, out);
+  PlanesScalar<4, false, kOp>(in, base, before, i, n, out);
 }
 #endif
 
-template <int W, bool kToPlanes, bool kXor>
-void Planes(const uint8_t* in, const uint8_t* base, size_t n, uint8_t* out) {
+template <int W, bool kToPlanes, Op kOp>
+void Planes(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n, uint8_t* out) {
 #if defined(__SSE2__)
   if constexpr (W == 4) {
     if constexpr (kToPlanes) {
-      ToPlanes4<kXor>(in, base, n, out);
+      ToPlanes4<kOp>(in, base, before, n, out);
     } else {
-      FromPlanes4<kXor>(in, base, n, out);
+      FromPlanes4<kOp>(in, base, before, n, out);
     }
     return;
   }
 #endif
-  PlanesScalar<W, kToPlanes, kXor>(in, base, 0, n, out);
+  PlanesScalar<W, kToPlanes, kOp>(in, base, before, 0, n, out);
 }
 
-using PlaneFn = void (*)(const uint8_t*, const uint8_t*, size_t, uint8_t*);
-template <bool kToPlanes, bool kXor>
-PlaneFn PlanesFor(int w) {
+using PlaneFn = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, size_t, uint8_t*);
+template <bool kToPlanes, Op kOp>
+PlaneFn PlanesForOp(int w) {
   switch (w) {
     case 1:
-      return Planes<1, kToPlanes, kXor>;
+      return Planes<1, kToPlanes, kOp>;
     case 2:
-      return Planes<2, kToPlanes, kXor>;
+      return Planes<2, kToPlanes, kOp>;
     case 4:
-      return Planes<4, kToPlanes, kXor>;
+      return Planes<4, kToPlanes, kOp>;
     default:
-      return Planes<8, kToPlanes, kXor>;
+      return Planes<8, kToPlanes, kOp>;
+  }
+}
+// The kernel for elements of `w` bytes and chunks of `form`.
+template <bool kToPlanes>
+PlaneFn PlanesFor(int w, ChunkForm form) {
+  switch (OpOf(form)) {
+    case Op::kXor:
+      return PlanesForOp<kToPlanes, Op::kXor>(w);
+    case Op::kDifference:
+      return PlanesForOp<kToPlanes, Op::kDifference>(w);
+    case Op::kLinear:
+      return PlanesForOp<kToPlanes, Op::kLinear>(w);
+    case Op::kNone:
+      break;
+  }
+  return PlanesForOp<kToPlanes, Op::kNone>(w);
+}
+
+// Bits the residuals of every 1024th element need under each prediction: a cheap stand-in for
+// which form zstd will store smaller (a sample of every element would cost a pass over the
+// chunk).
+template <int W>
+bool LinearLooksSmaller(const uint8_t* raw, const uint8_t* base, const uint8_t* before, size_t n) {
+  using U = Element<W>;
+  uint64_t difference_bits = 0, linear_bits = 0;
+  const auto bits = [](U z) { return z == 0 ? 0 : 64 - __builtin_clzll(uint64_t{z}); };
+  for (size_t i = 0; i < n; i += 1024) {
+    const U r = Load<U>(raw, i);
+    difference_bits +=
+        bits(Forward<U, Op::kDifference>(r, Predict<U, Op::kDifference>(base, before, i)));
+    linear_bits += bits(Forward<U, Op::kLinear>(r, Predict<U, Op::kLinear>(base, before, i)));
+  }
+  return linear_bits < difference_bits;
+}
+
+bool LinearLooksSmaller(int w, const uint8_t* raw, const uint8_t* base, const uint8_t* before,
+                        size_t n) {
+  switch (w) {
+    case 1:
+      return LinearLooksSmaller<1>(raw, base, before, n);
+    case 2:
+      return LinearLooksSmaller<2>(raw, base, before, n);
+    case 4:
+      return LinearLooksSmaller<4>(raw, base, before, n);
+    default:
+      return LinearLooksSmaller<8>(raw, base, before, n);
   }
 }
 
@@ -172,8 +315,48 @@ void XorInto(std::string* acc, const std::string& link) {
   for (; i < n; ++i) a[i] = static_cast<char>(a[i] ^ b[i]);
 }
 
-size_t BodyOffset(ChunkForm form) {
-  return kHeaderBytes + (form == ChunkForm::kDelta ? kBaseHashBytes : 0);
+size_t BodyOffset(ChunkForm form) { return kHeaderBytes + (IsDelta(form) ? kBaseHashBytes : 0); }
+
+// The form a delta of `raw` against `base` takes.
+Result<ChunkForm> DeltaForm(std::string_view raw, int width, const DeltaBase& base,
+                            DeltaCoding coding) {
+  const bool has_before = !base.before.empty();
+  if (has_before && base.before.size() != raw.size()) {
+    return InvalidArgumentError("delta base's base has " + std::to_string(base.before.size()) +
+                                " bytes, the chunk " + std::to_string(raw.size()));
+  }
+  switch (coding) {
+    case DeltaCoding::kXorDelta:
+      return ChunkForm::kXorDelta;
+    case DeltaCoding::kDifference:
+      return ChunkForm::kDifference;
+    case DeltaCoding::kLinear:
+      if (!has_before) return InvalidArgumentError("a linear delta needs the base's base");
+      return ChunkForm::kLinear;
+    case DeltaCoding::kAuto:
+      break;
+  }
+  return has_before && LinearLooksSmaller(width, Bytes(raw), Bytes(base.raw), Bytes(base.before),
+                                          raw.size() / width)
+             ? ChunkForm::kLinear
+             : ChunkForm::kDifference;
+}
+
+// The planes a chunk of `form` compresses.
+void ToPlanes(ChunkForm form, std::string_view raw, int width, const DeltaBase* base,
+              std::string* planes) {
+  PlanesFor<true>(width, form)(Bytes(raw), base != nullptr ? Bytes(base->raw) : nullptr,
+                               base != nullptr ? Bytes(base->before) : nullptr, raw.size() / width,
+                               reinterpret_cast<uint8_t*>(planes->data()));
+}
+
+// A delta link's raw bytes into out[0, size) from its decompressed planes, given the bytes of the
+// link before it (`base`) and, for a linear delta, of the one before that.
+void FromDeltaPlanes(ChunkForm form, int width, const std::string& planes, const char* base,
+                     const char* before, char* out) {
+  PlanesFor<false>(width, form)(Bytes(planes), reinterpret_cast<const uint8_t*>(base),
+                                reinterpret_cast<const uint8_t*>(before), planes.size() / width,
+                                reinterpret_cast<uint8_t*>(out));
 }
 
 // A stored chunk's body: exactly its raw bytes.
@@ -195,8 +378,10 @@ Result<std::string> StoredBytes(std::string_view encoded, const ChunkHeader& h,
 
 }  // namespace
 
-Result<std::string> EncodeChunk(std::string_view raw, int element_width,
-                                const DeltaBase* delta_base, const ChunkEncodeOptions& options) {
+namespace {
+
+Status CheckEncodeArguments(std::string_view raw, int element_width, const DeltaBase* delta_base,
+                            const ChunkEncodeOptions& options) {
   if (!ValidWidth(element_width)) {
     return InvalidArgumentError("chunk element width " + std::to_string(element_width) +
                                 " is not 1, 2, 4 or 8");
@@ -205,51 +390,74 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     return InvalidArgumentError("chunk of " + std::to_string(raw.size()) +
                                 " bytes is not whole elements of " + std::to_string(element_width));
   }
-  const bool delta = delta_base != nullptr;
-  const std::string_view base = delta ? delta_base->raw : std::string_view();
-  if (delta && base.size() != raw.size()) {
-    return InvalidArgumentError("delta base has " + std::to_string(base.size()) +
+  if (delta_base == nullptr) return Status::Ok();
+  if (delta_base->raw.size() != raw.size()) {
+    return InvalidArgumentError("delta base has " + std::to_string(delta_base->raw.size()) +
                                 " bytes, the chunk " + std::to_string(raw.size()));
   }
-  if (delta && (delta_base->depth < 0 || delta_base->depth >= kMaxChunkDepth)) {
+  if (delta_base->depth < 0 || delta_base->depth >= kMaxChunkDepth) {
     return InvalidArgumentError("delta base depth " + std::to_string(delta_base->depth) +
                                 " is outside [0, " + std::to_string(kMaxChunkDepth) + ")");
   }
-  if (delta && !options.compress) {
-    return InvalidArgumentError("a delta chunk needs compression: zstd of the XOR is its point");
+  if (!options.compress) {
+    return InvalidArgumentError(
+        "a delta chunk needs compression: zstd of the residual is its point");
   }
-  const int depth = delta ? delta_base->depth + 1 : 0;
+  if (!delta_base->before.empty() && delta_base->depth == 0) {
+    return InvalidArgumentError("a delta base of depth 0 is whole: it has no base of its own");
+  }
+  return Status::Ok();
+}
+
+// The difference forms carry their own magic, so that builds before them refuse them.
+std::string_view MagicOf(ChunkForm form) {
+  return form == ChunkForm::kDifference || form == ChunkForm::kLinear ? kMagicDifference : kMagic;
+}
+
+// The fixed 16 bytes every chunk starts with.
+std::string HeaderBytes(ChunkForm form, int element_width, int depth, uint64_t raw_size) {
   std::string out(kHeaderBytes, '\0');
-  std::memcpy(out.data(), kMagic.data(), kMagic.size());
-  const ChunkForm form =
-      delta ? ChunkForm::kDelta : (options.compress ? ChunkForm::kFull : ChunkForm::kStored);
+  std::memcpy(out.data(), MagicOf(form).data(), kMagic.size());
   out[4] = static_cast<char>(form);
   out[5] = static_cast<char>(element_width);
   out[6] = static_cast<char>(depth & 0xff);
   out[7] = static_cast<char>(depth >> 8);
-  PutU64(out.data() + 8, raw.size());
+  PutU64(out.data() + 8, raw_size);
+  return out;
+}
+
+// The 32 bytes of a delta's base address: hashed from its bytes unless the caller knows it.
+Result<std::string> BaseAddress(const DeltaBase& base) {
+  if (base.sha256.empty()) return Sha256Raw(base.raw);
+  std::optional<std::string> address = HexDecode(base.sha256);
+  if (!address.has_value() || address->size() != kBaseHashBytes) {
+    return InvalidArgumentError("delta base address '" + std::string(base.sha256) +
+                                "' is not a SHA-256");
+  }
+  return std::move(*address);
+}
+
+}  // namespace
+
+Result<std::string> EncodeChunk(std::string_view raw, int element_width,
+                                const DeltaBase* delta_base, const ChunkEncodeOptions& options) {
+  REEL_RETURN_IF_ERROR(CheckEncodeArguments(raw, element_width, delta_base, options));
+  ChunkForm form = options.compress ? ChunkForm::kFull : ChunkForm::kStored;
+  if (delta_base != nullptr) {
+    REEL_ASSIGN_OR_RETURN(form, DeltaForm(raw, element_width, *delta_base, options.coding));
+  }
+  const int depth = delta_base != nullptr ? delta_base->depth + 1 : 0;
+  std::string out = HeaderBytes(form, element_width, depth, raw.size());
   if (form == ChunkForm::kStored) {
     out += raw;
     return out;
   }
-  if (delta) {
-    if (delta_base->sha256.empty()) {
-      out += Sha256Raw(base);
-    } else {
-      const std::optional<std::string> address = HexDecode(delta_base->sha256);
-      if (!address.has_value() || address->size() != kBaseHashBytes) {
-        return InvalidArgumentError("delta base address '" + std::string(delta_base->sha256) +
-                                    "' is not a SHA-256");
-      }
-      out += *address;
-    }
+  if (delta_base != nullptr) {
+    REEL_ASSIGN_OR_RETURN(std::string address, BaseAddress(*delta_base));
+    out += address;
   }
-
   std::string planes(raw.size(), '\0');
-  const PlaneFn to_planes =
-      delta ? PlanesFor<true, true>(element_width) : PlanesFor<true, false>(element_width);
-  to_planes(Bytes(raw), Bytes(base), raw.size() / element_width,
-            reinterpret_cast<uint8_t*>(planes.data()));
+  ToPlanes(form, raw, element_width, delta_base, &planes);
   REEL_RETURN_IF_ERROR(ZstdCompressAppend(planes, ZstdOptions{options.zstd_level}, &out));
   return out;
 }
@@ -258,18 +466,19 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
   if (encoded.size() < kHeaderBytes || encoded.substr(0, 3) != kMagic.substr(0, 3)) {
     return DataLossError(Prefix(what) + "not a registry chunk (bad magic or truncated header)");
   }
-  if (encoded[3] != kMagic[3]) {
-    return FailedPreconditionError(Prefix(what) + "chunk format '" +
-                                   std::string(encoded.substr(0, 4)) +
-                                   "' is newer than this build reads ('RKC1')");
+  const std::string_view magic = encoded.substr(0, 4);
+  if (magic != kMagic && magic != kMagicDifference) {
+    return FailedPreconditionError(Prefix(what) + "chunk format '" + std::string(magic) +
+                                   "' is newer than this build reads ('RKC1', 'RKC2')");
   }
   ChunkHeader h;
   const auto form = static_cast<uint8_t>(encoded[4]);
-  if (form > 2) return DataLossError(Prefix(what) + "unknown chunk form " + std::to_string(form));
+  if (form > 4) return DataLossError(Prefix(what) + "unknown chunk form " + std::to_string(form));
   h.form = static_cast<ChunkForm>(form);
   h.element_width = static_cast<uint8_t>(encoded[5]);
   h.depth = static_cast<uint8_t>(encoded[6]) | static_cast<uint8_t>(encoded[7]) << 8;
-  if (!ValidWidth(h.element_width) || (h.form == ChunkForm::kDelta) != (h.depth > 0)) {
+  if (!ValidWidth(h.element_width) || IsDelta(h.form) != (h.depth > 0) ||
+      magic != MagicOf(h.form) || (h.form == ChunkForm::kLinear && h.depth < 2)) {
     return DataLossError(Prefix(what) + "corrupt chunk header");
   }
   h.raw_size = GetU64(encoded.data() + 8);
@@ -277,7 +486,7 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
     return DataLossError(Prefix(what) + "chunk size " + std::to_string(h.raw_size) +
                          " is not whole elements of " + std::to_string(h.element_width));
   }
-  if (h.form == ChunkForm::kDelta) {
+  if (IsDelta(h.form)) {
     if (encoded.size() < kHeaderBytes + kBaseHashBytes) {
       return DataLossError(Prefix(what) + "truncated delta chunk header");
     }
@@ -287,15 +496,20 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
 }
 
 Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
-                                std::string_view what) {
+                                std::string_view what, std::string_view before) {
   REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(encoded, what));
-  const bool delta = h.form == ChunkForm::kDelta;
+  const bool delta = IsDelta(h.form), linear = h.form == ChunkForm::kLinear;
   if (delta && base.size() != h.raw_size) {
     return InvalidArgumentError(Prefix(what) + "delta chunk of " + std::to_string(h.raw_size) +
                                 " bytes given a base of " + std::to_string(base.size()));
   }
-  if (!delta && !base.empty()) {
-    return InvalidArgumentError(Prefix(what) + "a full chunk takes no base");
+  if (linear && before.size() != h.raw_size) {
+    return InvalidArgumentError(Prefix(what) + "linear delta chunk of " +
+                                std::to_string(h.raw_size) + " bytes given a base's base of " +
+                                std::to_string(before.size()));
+  }
+  if ((!delta && !base.empty()) || (!linear && !before.empty())) {
+    return InvalidArgumentError(Prefix(what) + "a base given to a chunk that takes none");
   }
   if (h.form == ChunkForm::kStored) return StoredBytes(encoded, h, what);
   REEL_ASSIGN_OR_RETURN(std::string planes,
@@ -305,55 +519,133 @@ Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
                          " bytes, its header says " + std::to_string(h.raw_size));
   }
   std::string raw(planes.size(), '\0');
-  const PlaneFn from_planes =
-      delta ? PlanesFor<false, true>(h.element_width) : PlanesFor<false, false>(h.element_width);
-  from_planes(Bytes(planes), Bytes(base), planes.size() / h.element_width,
-              reinterpret_cast<uint8_t*>(raw.data()));
+  if (delta) {
+    FromDeltaPlanes(h.form, h.element_width, planes, base.data(), before.data(), raw.data());
+  } else {
+    PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(planes), nullptr, nullptr,
+                                                        planes.size() / h.element_width,
+                                                        reinterpret_cast<uint8_t*>(raw.data()));
+  }
   return raw;
 }
 
-Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_view what, char* out,
-                       size_t size) {
-  if (chain.empty()) return InvalidArgumentError(Prefix(what) + "an empty chunk chain");
-  REEL_ASSIGN_OR_RETURN(const ChunkHeader first, ReadChunkHeader(chain.front(), what));
-  if (first.form == ChunkForm::kDelta) {
-    return DataLossError(Prefix(what) + "a chunk chain that does not start with a whole chunk");
+namespace {
+
+// The headers of a chain's links, checked to be one full chunk of `size` bytes and then deltas of
+// the same size and width.
+Result<std::vector<ChunkHeader>> ChainHeaders(const std::vector<std::string_view>& chain,
+                                              std::string_view what, size_t size) {
+  std::vector<ChunkHeader> headers;
+  headers.reserve(chain.size());
+  for (size_t k = 0; k < chain.size(); ++k) {
+    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(chain[k], what));
+    if (k == 0 && IsDelta(h.form)) {
+      return DataLossError(Prefix(what) + "a chunk chain that does not start with a whole chunk");
+    }
+    if (k == 0 && h.raw_size != size) {
+      return DataLossError(Prefix(what) + "chunk of " + std::to_string(h.raw_size) +
+                           " bytes where " + std::to_string(size) + " were expected");
+    }
+    if (k > 0 &&
+        (!IsDelta(h.form) || h.raw_size != size || h.element_width != headers[0].element_width)) {
+      return DataLossError(Prefix(what) + "link " + std::to_string(k) +
+                           " of its chunk chain is not a delta of the same size and width");
+    }
+    if (k == 1 && h.form == ChunkForm::kLinear) {
+      return DataLossError(Prefix(what) + "a linear delta right after its chain's whole chunk");
+    }
+    headers.push_back(std::move(h));
   }
-  if (first.raw_size != size) {
-    return DataLossError(Prefix(what) + "chunk of " + std::to_string(first.raw_size) +
-                         " bytes where " + std::to_string(size) + " were expected");
+  return headers;
+}
+
+// The first link's raw bytes into out[0, size).
+Status DecodeWhole(std::string_view encoded, const ChunkHeader& h, std::string_view what,
+                   char* out) {
+  if (h.form == ChunkForm::kStored) {
+    REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(encoded, h, what));
+    std::memcpy(out, body.data(), body.size());
+    return Status::Ok();
   }
+  thread_local std::string planes;
+  planes.resize(h.raw_size);
+  REEL_RETURN_IF_ERROR(
+      ZstdDecompressInto(encoded.substr(BodyOffset(h.form)), planes.data(), h.raw_size, what));
+  PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(planes), nullptr, nullptr,
+                                                      h.raw_size / h.element_width,
+                                                      reinterpret_cast<uint8_t*>(out));
+  return Status::Ok();
+}
+
+// A chain of XOR deltas at once: the XOR of every link's planes, regrouped once.
+Status DecodeXorChain(const std::vector<std::string_view>& chain,
+                      const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
+                      size_t size) {
   // Scratch reused by each thread: a fresh 4 MiB buffer per chunk cost more in page faults
   // than zstd took to fill it.
   thread_local std::string planes, link;
   planes.resize(size);
+  const ChunkHeader& first = headers[0];
   if (first.form == ChunkForm::kStored) {
     REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(chain.front(), first, what));
-    if (chain.size() == 1) {
-      std::memcpy(out, body.data(), size);
-      return Status::Ok();
-    }
-    PlanesFor<true, false>(first.element_width)(Bytes(body), nullptr, size / first.element_width,
-                                                reinterpret_cast<uint8_t*>(planes.data()));
+    PlanesFor<true>(first.element_width, ChunkForm::kFull)(
+        Bytes(body), nullptr, nullptr, size / first.element_width,
+        reinterpret_cast<uint8_t*>(planes.data()));
   } else {
     REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain.front().substr(BodyOffset(first.form)),
                                             planes.data(), size, what));
   }
   for (size_t k = 1; k < chain.size(); ++k) {
-    REEL_ASSIGN_OR_RETURN(const ChunkHeader h, ReadChunkHeader(chain[k], what));
-    if (h.form != ChunkForm::kDelta || h.raw_size != size ||
-        h.element_width != first.element_width) {
-      return DataLossError(Prefix(what) + "link " + std::to_string(k) +
-                           " of its chunk chain is not a delta of the same size and width");
-    }
     link.resize(size);
     REEL_RETURN_IF_ERROR(
-        ZstdDecompressInto(chain[k].substr(BodyOffset(h.form)), link.data(), size, what));
+        ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), link.data(), size, what));
     XorInto(&planes, link);
   }
-  PlanesFor<false, false>(first.element_width)(Bytes(planes), nullptr, size / first.element_width,
-                                               reinterpret_cast<uint8_t*>(out));
+  PlanesFor<false>(first.element_width, ChunkForm::kFull)(
+      Bytes(planes), nullptr, nullptr, size / first.element_width, reinterpret_cast<uint8_t*>(out));
   return Status::Ok();
+}
+
+// Link by link, each into the next of three rotating buffers (the last into `out`), so that a
+// link's base and the base's base are both at hand.
+Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
+                        const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
+                        size_t size, char* before) {
+  thread_local std::string links[3], planes;
+  const size_t last = chain.size() - 1;
+  const auto target = [&](size_t k) {
+    if (k == last) return out;
+    links[k % 3].resize(size);
+    return links[k % 3].data();
+  };
+  REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0)));
+  const char* previous = last == 0 ? out : links[0].data();
+  const char* previous2 = nullptr;
+  for (size_t k = 1; k <= last; ++k) {
+    planes.resize(size);
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)),
+                                            planes.data(), size, what));
+    char* into = target(k);
+    FromDeltaPlanes(headers[k].form, headers[0].element_width, planes, previous, previous2, into);
+    previous2 = previous;
+    previous = into;
+  }
+  if (before != nullptr && previous2 != nullptr) std::memcpy(before, previous2, size);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_view what, char* out,
+                       size_t size, char* before) {
+  if (chain.empty()) return InvalidArgumentError(Prefix(what) + "an empty chunk chain");
+  REEL_ASSIGN_OR_RETURN(const std::vector<ChunkHeader> headers, ChainHeaders(chain, what, size));
+  const bool all_xor = std::all_of(headers.begin() + 1, headers.end(), [](const ChunkHeader& h) {
+    return h.form == ChunkForm::kXorDelta;
+  });
+  if (chain.size() == 1) return DecodeWhole(chain[0], headers[0], what, out);
+  if (all_xor && before == nullptr) return DecodeXorChain(chain, headers, what, out, size);
+  return DecodeLinkByLink(chain, headers, what, out, size, before);
 }
 
 Result<std::string> DecodeChain(const std::vector<std::string_view>& chain, std::string_view what) {

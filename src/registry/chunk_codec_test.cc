@@ -57,41 +57,96 @@ TEST(ChunkCodecTest, FullChunksRoundTripForEveryWidth) {
   }
 }
 
+// zigzag(a - b) of two elements of `width` bytes, little-endian, as the header documents.
+std::string ZigZagDifference(std::string_view a, std::string_view b, int width) {
+  std::string out(a.size(), '\0');
+  for (size_t i = 0; i < a.size(); i += width) {
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, a.data() + i, width);
+    std::memcpy(&y, b.data() + i, width);
+    const int bits = 8 * width;
+    const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    const uint64_t d = (x - y) & mask;
+    const bool negative = (d >> (bits - 1)) & 1;
+    const uint64_t z = ((d << 1) ^ (negative ? mask : 0)) & mask;
+    std::memcpy(out.data() + i, &z, width);
+  }
+  return out;
+}
+
+// Elements a + a - b: what a linear delta predicts.
+std::string Extrapolated(std::string_view a, std::string_view b, int width) {
+  std::string out(a.size(), '\0');
+  for (size_t i = 0; i < a.size(); i += width) {
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, a.data() + i, width);
+    std::memcpy(&y, b.data() + i, width);
+    const uint64_t p = 2 * x - y;
+    std::memcpy(out.data() + i, &p, width);
+  }
+  return out;
+}
+
+std::string Planes(std::string_view bytes, int width) {
+  const size_t n = bytes.size() / width;
+  std::string out(bytes.size(), '\0');
+  for (size_t i = 0; i < n; ++i) {
+    for (int p = 0; p < width; ++p) out[p * n + i] = bytes[i * width + p];
+  }
+  return out;
+}
+
 // The stored bytes are the documented layout, whichever kernel made them (chunks written by one
-// build are read by another): zstd of every element's byte 0, then byte 1, and so on, of raw
-// XOR base for a delta.
+// build are read by another): zstd of every element's byte 0, then byte 1, and so on, of the raw
+// bytes, of raw XOR base, of zigzag(raw - base), or of zigzag(raw - (2 base - before)).
 TEST(ChunkCodecTest, PlanesAreTheDocumentedLayout) {
   for (int width : {1, 2, 4, 8}) {
     const size_t n = 1000 + 13;  // SIMD blocks and a tail
     const std::string raw = RandomBytes(n * width, 40 + width);
     const std::string base = RandomBytes(n * width, 50 + width);
-    std::string want_full(raw.size(), '\0'), want_delta(raw.size(), '\0');
-    for (size_t i = 0; i < n; ++i) {
-      for (int p = 0; p < width; ++p) {
-        want_full[p * n + i] = raw[i * width + p];
-        want_delta[p * n + i] = static_cast<char>(raw[i * width + p] ^ base[i * width + p]);
-      }
-    }
-    const DeltaBase b{base, 0, {}};
+    const std::string before = RandomBytes(n * width, 60 + width);
+    std::string xored(raw.size(), '\0');
+    for (size_t i = 0; i < raw.size(); ++i) xored[i] = static_cast<char>(raw[i] ^ base[i]);
+    struct Form {
+      DeltaCoding coding;
+      ChunkForm form;
+      std::string want;  // the planes
+    };
+    const std::vector<Form> forms = {
+        {DeltaCoding::kXorDelta, ChunkForm::kXorDelta, Planes(xored, width)},
+        {DeltaCoding::kDifference, ChunkForm::kDifference,
+         Planes(ZigZagDifference(raw, base, width), width)},
+        {DeltaCoding::kLinear, ChunkForm::kLinear,
+         Planes(ZigZagDifference(raw, Extrapolated(base, before, width), width), width)}};
     ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk(raw, width, nullptr));
-    ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, width, &b));
     ASSERT_OK_AND_ASSIGN(std::string full_planes, ZstdDecompress(full.substr(16), raw.size(), "c"));
-    ASSERT_OK_AND_ASSIGN(std::string delta_planes,
-                         ZstdDecompress(delta.substr(16 + 32), raw.size(), "c"));
-    EXPECT_EQ(full_planes, want_full) << "width " << width;
-    EXPECT_EQ(delta_planes, want_delta) << "width " << width;
-    ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(delta, base, "c"));
-    EXPECT_EQ(back, raw) << "width " << width;
+    EXPECT_EQ(full_planes, Planes(raw, width)) << "width " << width;
+    for (const Form& f : forms) {
+      const bool linear = f.form == ChunkForm::kLinear;
+      const DeltaBase b{base, 1, {}, linear ? std::string_view(before) : ""};
+      ChunkEncodeOptions options;
+      options.coding = f.coding;
+      ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, width, &b, options));
+      ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(delta, "c"));
+      EXPECT_EQ(h.form, f.form);
+      EXPECT_EQ(delta.substr(0, 4), f.form == ChunkForm::kXorDelta ? "RKC1" : "RKC2");
+      ASSERT_OK_AND_ASSIGN(std::string planes,
+                           ZstdDecompress(delta.substr(16 + 32), raw.size(), "c"));
+      EXPECT_EQ(planes, f.want) << "width " << width << ", form " << int(f.form);
+      ASSERT_OK_AND_ASSIGN(std::string back,
+                           DecodeChunk(delta, base, "c", linear ? std::string_view(before) : ""));
+      EXPECT_EQ(back, raw) << "width " << width << ", form " << int(f.form);
+    }
   }
 }
 
 TEST(ChunkCodecTest, DeltasRoundTripBitExactAndNameTheirBase) {
   const std::string base = AsBytes(Weights(50000, 1));
   const std::string raw = AsBytes(FineTuned(Weights(50000, 1), 1e-3, 2));
-  const DeltaBase b{base, 2, {}};
+  const DeltaBase b{base, 2, {}, {}};
   ASSERT_OK_AND_ASSIGN(std::string enc, EncodeChunk(raw, 4, &b));
   ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(enc, "c"));
-  EXPECT_EQ(h.form, ChunkForm::kDelta);
+  EXPECT_EQ(h.form, ChunkForm::kDifference) << "no base's base given: no linear delta";
   EXPECT_EQ(h.depth, 3);
   EXPECT_EQ(h.base_sha256, Sha256Hex(base));
   ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(enc, base, "c"));
@@ -101,45 +156,97 @@ TEST(ChunkCodecTest, DeltasRoundTripBitExactAndNameTheirBase) {
 TEST(ChunkCodecTest, ADeltaTakesItsBasesAddressWhenGivenIt) {
   const std::string base = AsBytes(Weights(1000, 5)), raw = AsBytes(Weights(1000, 6));
   const std::string address = Sha256Hex(base);
-  const DeltaBase hashed{base, 0, {}}, given{base, 0, address};
+  const DeltaBase hashed{base, 0, {}, {}}, given{base, 0, address, {}};
   ASSERT_OK_AND_ASSIGN(std::string a, EncodeChunk(raw, 4, &hashed));
   ASSERT_OK_AND_ASSIGN(std::string b, EncodeChunk(raw, 4, &given));
   EXPECT_EQ(a, b);
-  const DeltaBase bad{base, 0, "not-hex"}, short_hash{base, 0, "abcd"};
+  const DeltaBase bad{base, 0, "not-hex", {}}, short_hash{base, 0, "abcd", {}};
   EXPECT_STATUS(EncodeChunk(raw, 4, &bad), StatusCode::kInvalidArgument);
   EXPECT_STATUS(EncodeChunk(raw, 4, &short_hash), StatusCode::kInvalidArgument);
 }
 
-// Versions 0..4 of one chunk, each a fine-tune of the one before, stored as a full chunk and a
-// chain of four deltas.
+// Versions 0..4 of one chunk, each a step of a run from the one before (the weights keep moving
+// the same way, with noise), stored as a full chunk and a chain of four deltas; from version 2 on
+// each delta is told its base's base.
 struct Chain {
   std::vector<std::string> raw, encoded;
   std::vector<std::string_view> Links(size_t n) const {
     return std::vector<std::string_view>(encoded.begin(), encoded.begin() + n);
   }
 };
-Chain MakeChain(int width) {
+Chain MakeChain(int width, DeltaCoding coding = DeltaCoding::kAuto) {
   Chain c;
-  std::vector<float> w = Weights(30001, 7);  // an odd size: not whole 8-byte words
+  // An odd size (not whole 8-byte words) but for 8-byte elements.
+  std::vector<float> w = Weights(width == 8 ? 30002 : 30001, 7);
+  const std::vector<float> direction = Weights(w.size(), 8);
+  Rng rng(9);
   for (int v = 0; v < 5; ++v) {
-    if (v > 0) w = FineTuned(w, 1e-3, 10 + v);
+    for (size_t i = 0; v > 0 && i < w.size(); ++i) {
+      w[i] += static_cast<float>(1e-3 * direction[i] * (1.0 + 0.05 * (rng.Uniform() - 0.5)));
+    }
     c.raw.push_back(AsBytes(w));
-    const DeltaBase base{v > 0 ? std::string_view(c.raw[v - 1]) : "", v - 1, {}};
-    Result<std::string> enc = EncodeChunk(c.raw[v], width, v > 0 ? &base : nullptr);
+    const DeltaBase base{v > 0 ? std::string_view(c.raw[v - 1]) : "",
+                         v - 1,
+                         {},
+                         v > 1 ? std::string_view(c.raw[v - 2]) : ""};
+    ChunkEncodeOptions options;
+    options.coding = v > 1 || coding != DeltaCoding::kLinear ? coding : DeltaCoding::kAuto;
+    Result<std::string> enc = EncodeChunk(c.raw[v], width, v > 0 ? &base : nullptr, options);
     EXPECT_OK(enc);
     c.encoded.push_back(enc.ok() ? *enc : "");
   }
   return c;
 }
 
-TEST(ChunkCodecTest, AChainDecodesAtOnceToItsLastChunk) {
-  for (int width : {1, 2, 4}) {
-    const Chain c = MakeChain(width);
-    for (size_t n = 1; n <= c.raw.size(); ++n) {
-      ASSERT_OK_AND_ASSIGN(std::string raw, DecodeChain(c.Links(n), "c"));
-      EXPECT_EQ(raw, c.raw[n - 1]) << "width " << width << ", " << n << " links";
+TEST(ChunkCodecTest, AChainDecodesToItsLastChunkWhateverItsForms) {
+  for (DeltaCoding coding : {DeltaCoding::kAuto, DeltaCoding::kXorDelta, DeltaCoding::kDifference,
+                             DeltaCoding::kLinear}) {
+    for (int width : {1, 2, 4, 8}) {
+      const Chain c = MakeChain(width, coding);
+      for (size_t n = 1; n <= c.raw.size(); ++n) {
+        ASSERT_OK_AND_ASSIGN(std::string raw, DecodeChain(c.Links(n), "c"));
+        EXPECT_EQ(raw, c.raw[n - 1])
+            << "width " << width << ", " << n << " links, coding " << int(coding);
+      }
     }
   }
+}
+
+TEST(ChunkCodecTest, AutoTakesTheLinearFormForARunAndTheDifferenceOtherwise) {
+  const Chain run = MakeChain(4);
+  ASSERT_OK_AND_ASSIGN(ChunkHeader second, ReadChunkHeader(run.encoded[1], "c"));
+  EXPECT_EQ(second.form, ChunkForm::kDifference) << "its base is whole";
+  for (size_t v = 2; v < run.encoded.size(); ++v) {
+    ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(run.encoded[v], "c"));
+    EXPECT_EQ(h.form, ChunkForm::kLinear) << "version " << v;
+  }
+  const Chain difference = MakeChain(4, DeltaCoding::kDifference);
+  EXPECT_LT(run.encoded[4].size(), 0.8 * difference.encoded[4].size());
+  // A fine-tune in another direction than the run took: extrapolating the run would be worse.
+  std::vector<float> tuned(run.raw[4].size() / sizeof(float));
+  std::memcpy(tuned.data(), run.raw[4].data(), run.raw[4].size());
+  Rng rng(11);
+  for (float& x : tuned) x += static_cast<float>(2e-5 * (rng.Uniform() - 0.5));
+  const DeltaBase base{run.raw[4], 4, {}, run.raw[3]};
+  ASSERT_OK_AND_ASSIGN(std::string enc, EncodeChunk(AsBytes(tuned), 4, &base));
+  ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(enc, "c"));
+  EXPECT_EQ(h.form, ChunkForm::kDifference);
+  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(enc, run.raw[4], "c"));
+  EXPECT_EQ(back, AsBytes(tuned));
+}
+
+TEST(ChunkCodecTest, AChainGivesTheLinkBeforeItsLast) {
+  const Chain c = MakeChain(4);
+  for (size_t n = 2; n <= c.raw.size(); ++n) {
+    std::string last(c.raw[0].size(), '\0'), before(c.raw[0].size(), '\0');
+    ASSERT_OK(DecodeChainInto(c.Links(n), "c", last.data(), last.size(), before.data()));
+    EXPECT_EQ(last, c.raw[n - 1]);
+    EXPECT_EQ(before, c.raw[n - 2]) << n << " links";
+  }
+  const Chain xor_chain = MakeChain(4, DeltaCoding::kXorDelta);
+  std::string last(c.raw[0].size(), '\0'), before(c.raw[0].size(), '\0');
+  ASSERT_OK(DecodeChainInto(xor_chain.Links(3), "c", last.data(), last.size(), before.data()));
+  EXPECT_EQ(before, xor_chain.raw[1]) << "XOR chains too";
 }
 
 TEST(ChunkCodecTest, StoredChunksHoldTheRawBytesAndCanStartAChain) {
@@ -158,7 +265,7 @@ TEST(ChunkCodecTest, StoredChunksHoldTheRawBytesAndCanStartAChain) {
   // Compression turned back on: the next versions are deltas against the stored chunk.
   ASSERT_OK_AND_ASSIGN(std::string two, DecodeChain({stored, c.encoded[1], c.encoded[2]}, "c"));
   EXPECT_EQ(two, c.raw[2]);
-  const DeltaBase base{c.raw[0], 0, {}};
+  const DeltaBase base{c.raw[0], 0, {}, {}};
   EXPECT_STATUS(EncodeChunk(c.raw[1], 4, &base, off), StatusCode::kInvalidArgument);
   EXPECT_STATUS(DecodeChunk(stored.substr(0, stored.size() - 1), "", "c"), StatusCode::kDataLoss);
 }
@@ -171,10 +278,12 @@ TEST(ChunkCodecTest, ABrokenChainIsDataLoss) {
   EXPECT_STATUS(DecodeChain({c.encoded[0], c.encoded[0]}, "c"), StatusCode::kDataLoss)
       << "a full chunk in the middle";
   const std::string small_base = c.raw[0].substr(4);
-  const DeltaBase small{small_base, 0, {}};
+  const DeltaBase small{small_base, 0, {}, {}};
   ASSERT_OK_AND_ASSIGN(std::string small_delta, EncodeChunk(c.raw[1].substr(4), 4, &small));
   EXPECT_STATUS(DecodeChain({c.encoded[0], small_delta}, "c"), StatusCode::kDataLoss)
       << "links of different sizes";
+  EXPECT_STATUS(DecodeChain({c.encoded[0], c.encoded[2]}, "c"), StatusCode::kDataLoss)
+      << "a linear delta right after the whole chunk";
   std::string damaged = c.encoded[2];
   damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 1);
   const Result<std::string> r = DecodeChain({c.encoded[0], c.encoded[1], damaged}, "tensor w");
@@ -185,7 +294,7 @@ TEST(ChunkCodecTest, ABrokenChainIsDataLoss) {
 TEST(ChunkCodecTest, AFineTunedChunkStoresSmallAgainstItsParent) {
   const std::vector<float> parent = Weights(250000, 3);  // 1 MB
   const std::string base = AsBytes(parent), raw = AsBytes(FineTuned(parent, 1e-3, 4));
-  const DeltaBase b{base, 0, {}};
+  const DeltaBase b{base, 0, {}, {}};
   ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk(raw, 4, nullptr));
   ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
   // Sign, exponent and the high mantissa bits do not change: about half the bytes are left.
@@ -193,6 +302,11 @@ TEST(ChunkCodecTest, AFineTunedChunkStoresSmallAgainstItsParent) {
   EXPECT_LT(delta.size(), 0.8 * full.size());
   // Planes help a chunk alone too: the exponent bytes of similar weights repeat.
   EXPECT_LT(full.size(), 0.95 * raw.size());
+  // The difference of the bit patterns beats their XOR: a carry spreads over fewer bits.
+  ChunkEncodeOptions xor_options;
+  xor_options.coding = DeltaCoding::kXorDelta;
+  ASSERT_OK_AND_ASSIGN(std::string xored, EncodeChunk(raw, 4, &b, xor_options));
+  EXPECT_LT(delta.size(), xored.size());
   // An unchanged chunk costs almost nothing as a delta.
   ASSERT_OK_AND_ASSIGN(std::string same, EncodeChunk(base, 4, &b));
   EXPECT_LT(same.size(), 200u);
@@ -201,7 +315,8 @@ TEST(ChunkCodecTest, AFineTunedChunkStoresSmallAgainstItsParent) {
 TEST(ChunkCodecTest, BadArgumentsAreRefused) {
   EXPECT_STATUS(EncodeChunk("abc", 3, nullptr), StatusCode::kInvalidArgument);
   EXPECT_STATUS(EncodeChunk("abc", 2, nullptr), StatusCode::kInvalidArgument);
-  const DeltaBase short_base{"ab", 0, {}}, deepest{"wxyz", kMaxChunkDepth, {}}, base{"wxyz", 0, {}};
+  const DeltaBase short_base{"ab", 0, {}, {}}, deepest{"wxyz", kMaxChunkDepth, {}, {}},
+      base{"wxyz", 0, {}, {}};
   EXPECT_STATUS(EncodeChunk("abcd", 2, &short_base), StatusCode::kInvalidArgument);
   EXPECT_STATUS(EncodeChunk("abcd", 2, &deepest), StatusCode::kInvalidArgument);
   ASSERT_OK_AND_ASSIGN(std::string full, EncodeChunk("abcd", 2, nullptr));
@@ -209,6 +324,20 @@ TEST(ChunkCodecTest, BadArgumentsAreRefused) {
   ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk("abcd", 2, &base));
   EXPECT_STATUS(DecodeChunk(delta, "", "c"), StatusCode::kInvalidArgument);
   EXPECT_STATUS(DecodeChunk(delta, "xyz", "c"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(DecodeChunk(delta, "wxyz", "c", "wxyz"), StatusCode::kInvalidArgument)
+      << "a base's base for a difference";
+  const DeltaBase whole_with_before{"wxyz", 0, {}, "wxyz"}, short_before{"wxyz", 1, {}, "xy"};
+  EXPECT_STATUS(EncodeChunk("abcd", 2, &whole_with_before), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(EncodeChunk("abcd", 2, &short_before), StatusCode::kInvalidArgument);
+  ChunkEncodeOptions linear;
+  linear.coding = DeltaCoding::kLinear;
+  EXPECT_STATUS(EncodeChunk("abcd", 2, &base, linear), StatusCode::kInvalidArgument)
+      << "linear without the base's base";
+  const DeltaBase deep{"wxyz", 1, {}, "wxyy"};
+  ASSERT_OK_AND_ASSIGN(std::string linear_delta, EncodeChunk("abcd", 2, &deep, linear));
+  EXPECT_STATUS(DecodeChunk(linear_delta, "wxyz", "c"), StatusCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(linear_delta, "wxyz", "c", "wxyy"));
+  EXPECT_EQ(back, "abcd");
 }
 
 TEST(ChunkCodecTest, DamagedChunksAreDataLossNamingTheChunk) {
@@ -220,7 +349,9 @@ TEST(ChunkCodecTest, DamagedChunksAreDataLossNamingTheChunk) {
   EXPECT_NE(truncated.status().message().find("tensor w chunk 2"), std::string::npos);
   EXPECT_STATUS(DecodeChunk(enc.substr(0, 10), "", "c"), StatusCode::kDataLoss);
   EXPECT_STATUS(DecodeChunk("XKC1" + enc.substr(4), "", "c"), StatusCode::kDataLoss);
-  EXPECT_STATUS(DecodeChunk("RKC2" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC3" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC2" + enc.substr(4), "", "c"), StatusCode::kDataLoss)
+      << "a whole chunk under the difference forms' magic";
   std::string bad = enc;
   bad[4] = 7;  // form
   EXPECT_STATUS(DecodeChunk(bad, "", "c"), StatusCode::kDataLoss);
@@ -230,6 +361,17 @@ TEST(ChunkCodecTest, DamagedChunksAreDataLossNamingTheChunk) {
   bad = enc;
   bad[6] = 1;  // a full chunk with a depth
   EXPECT_STATUS(DecodeChunk(bad, "", "c"), StatusCode::kDataLoss);
+  const std::string base = AsBytes(Weights(4000, 6));
+  const DeltaBase b{base, 1, {}, raw};
+  ChunkEncodeOptions linear;
+  linear.coding = DeltaCoding::kLinear;
+  ASSERT_OK_AND_ASSIGN(std::string linear_delta, EncodeChunk(raw, 4, &b, linear));
+  bad = linear_delta;
+  bad[6] = 1;  // a linear delta one link deep: its base would be whole
+  EXPECT_STATUS(DecodeChunk(bad, base, "c", raw), StatusCode::kDataLoss);
+  bad = linear_delta;
+  bad[3] = '1';  // a linear delta under the old magic
+  EXPECT_STATUS(DecodeChunk(bad, base, "c", raw), StatusCode::kDataLoss);
   bad = enc;
   bad[8] = static_cast<char>(bad[8] ^ 4);  // raw size, no longer what the frame holds
   EXPECT_STATUS(DecodeChunk(bad, "", "c"), StatusCode::kDataLoss);

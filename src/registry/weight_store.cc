@@ -306,9 +306,9 @@ Status WeightStore::PushChunk(PushPiece& p) const {
   const ChunkEncodeOptions encode{options_.zstd_level, options_.compress};
   std::string encoded;
   if (p.base != nullptr && p.base->depth < options_.max_chain && options_.compress) {
-    REEL_ASSIGN_OR_RETURN(std::shared_ptr<const std::string> base_raw,
-                          ReadDeltaBase(*p.base, p.what + " (delta base)"));
-    const DeltaBase delta_base{*base_raw, p.base->depth, p.base->sha256};
+    REEL_ASSIGN_OR_RETURN(const BaseBytes base, ReadDeltaBase(*p.base, p.what + " (delta base)"));
+    const DeltaBase delta_base{*base.raw, p.base->depth, p.base->sha256,
+                               base.before != nullptr ? std::string_view(*base.before) : ""};
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, &delta_base, encode));
     if (encoded.size() < p.raw.size()) {
       p.ref->depth = p.base->depth + 1;
@@ -329,18 +329,24 @@ Status WeightStore::PushChunk(PushPiece& p) const {
 
 // The bytes a delta against `base` is taken against: the cached ones when a recent push kept
 // them and the store still holds that chunk at the manifest's depth (a removed version's chunks
-// may have been collected since), else its chain decoded from the store. The base is not checked
-// against its address: the delta is taken against the bytes its chain decodes to, so a read
-// through that same chain gets the new chunk back, and the pull checks that.
-Result<std::shared_ptr<const std::string>> WeightStore::ReadDeltaBase(
-    const ChunkRef& base, const std::string& what) const {
+// may have been collected since), else its chain decoded from the store. With them, the bytes of
+// the base's own base where it has one and they are at hand (cached, or decoded on the way), for
+// a linear delta. Neither is checked against its address: the delta is taken against the bytes
+// the base's chain decodes to, so a read through that same chain gets the new chunk back, and the
+// pull checks that.
+Result<WeightStore::BaseBytes> WeightStore::ReadDeltaBase(const ChunkRef& base,
+                                                          const std::string& what) const {
   if (std::shared_ptr<const std::string> cached = options_.base_cache->Find(base.sha256)) {
-    Result<int> depth = StoredDepth(base.sha256, what);
-    if (depth.ok() && *depth == base.depth) return cached;
-    if (!depth.ok() && depth.status().code() != StatusCode::kNotFound) return depth.status();
+    Result<ChunkHeader> h = StoredHeader(base.sha256, what);
+    if (h.ok() && h->depth == base.depth) {
+      return BaseBytes{cached,
+                       IsDelta(h->form) ? options_.base_cache->Find(h->base_sha256) : nullptr};
+    }
+    if (!h.ok() && h.status().code() != StatusCode::kNotFound) return h.status();
   }
-  REEL_ASSIGN_OR_RETURN(std::string raw, ReadChunk(base.sha256, what, Verify::kNone));
-  return std::make_shared<const std::string>(std::move(raw));
+  auto raw = std::make_shared<std::string>(), before = std::make_shared<std::string>();
+  REEL_RETURN_IF_ERROR(ReadChunk(base.sha256, what, Verify::kNone, raw.get(), before.get()));
+  return BaseBytes{std::move(raw), before->empty() ? nullptr : std::move(before)};
 }
 
 // Reads the chain from `sha256` down to its full chunk, newest first (each link one less deep: a
@@ -363,7 +369,7 @@ Result<std::vector<std::pair<std::string, std::string>>> WeightStore::FetchChain
     }
     depth = h.depth;
     chain.emplace_back(address, std::move(encoded).value());
-    if (h.form != ChunkForm::kDelta) return chain;
+    if (!IsDelta(h.form)) return chain;
     address = h.base_sha256;
   }
 }
@@ -374,14 +380,17 @@ namespace {
 // whose result failed its check names.
 Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& chain,
                        const std::string& what) {
-  std::string raw;
+  std::string raw, base, before;  // this link's, the one before's, and the one before that's
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    REEL_ASSIGN_OR_RETURN(raw, DecodeChunk(it->second, raw, what));
+    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(it->second, what));
+    REEL_ASSIGN_OR_RETURN(
+        raw, DecodeChunk(it->second, base, what, h.form == ChunkForm::kLinear ? before : ""));
     const std::string got = Sha256Hex(raw);
     if (got != it->first) {
       return DataLossError(what + ": chunk " + it->first + " holds other bytes (SHA-256 " + got +
                            ")");
     }
+    before = std::exchange(base, std::move(raw));
   }
   return DataLossError(what + ": chunk " + chain.front().first +
                        " decodes to other bytes through its chain, though every link matches");
@@ -389,34 +398,43 @@ Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& c
 
 }  // namespace
 
-// Decodes a fetched chain at once (DecodeChainInto) into out[0, size) and checks only the result;
-// only a mismatch pays for decoding link by link to name the damaged chunk.
+// Decodes a fetched chain (DecodeChainInto) into out[0, size), and the link before the last into
+// `before` when given, and checks only the result; only a mismatch pays for decoding link by link
+// to name the damaged chunk.
 Status WeightStore::DecodeFetched(const std::vector<std::pair<std::string, std::string>>& chain,
                                   const std::string& sha256, const std::string& what, Verify verify,
-                                  char* out, size_t size) const {
+                                  char* out, size_t size, char* before) const {
   std::vector<std::string_view> links;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) links.emplace_back(it->second);
-  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size));
+  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size, before));
   if (verify == Verify::kAddress && Sha256Hex(std::string_view(out, size)) != sha256) {
     return FindDamagedLink(chain, what);
   }
   return Status::Ok();
 }
 
-Result<std::string> WeightStore::ReadChunk(const std::string& sha256, const std::string& what,
-                                           Verify verify) const {
+Status WeightStore::ReadChunk(const std::string& sha256, const std::string& what, Verify verify,
+                              std::string* raw, std::string* before) const {
   REEL_ASSIGN_OR_RETURN(auto chain, FetchChain(sha256, what));
   REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(chain.front().second, what));
-  std::string raw(h.raw_size, '\0');
-  REEL_RETURN_IF_ERROR(DecodeFetched(chain, sha256, what, verify, raw.data(), raw.size()));
-  return raw;
+  raw->resize(h.raw_size);
+  const bool with_before = before != nullptr && chain.size() > 1;
+  if (with_before) before->resize(h.raw_size);
+  return DecodeFetched(chain, sha256, what, verify, raw->data(), raw->size(),
+                       with_before ? before->data() : nullptr);
+}
+
+// NotFound when no chunk is stored under the address.
+Result<ChunkHeader> WeightStore::StoredHeader(const std::string& sha256,
+                                              const std::string& what) const {
+  REEL_ASSIGN_OR_RETURN(std::string head,
+                        store_->GetRange(ChunkKey(sha256), 0, kMaxChunkHeaderBytes));
+  return ReadChunkHeader(head, what);
 }
 
 // NotFound when no chunk is stored under the address.
 Result<int> WeightStore::StoredDepth(const std::string& sha256, const std::string& what) const {
-  REEL_ASSIGN_OR_RETURN(std::string head,
-                        store_->GetRange(ChunkKey(sha256), 0, kMaxChunkHeaderBytes));
-  REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(head, what));
+  REEL_ASSIGN_OR_RETURN(ChunkHeader h, StoredHeader(sha256, what));
   return h.depth;
 }
 
@@ -441,10 +459,8 @@ Result<std::map<std::string, storage::ObjectInfo>> WeightStore::ListChunks() con
 }
 
 Result<std::string> WeightStore::StoredBase(std::string_view sha256) const {
-  const std::string what = "chunk " + std::string(sha256);
-  REEL_ASSIGN_OR_RETURN(std::string head,
-                        store_->GetRange(ChunkKey(sha256), 0, kMaxChunkHeaderBytes));
-  REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(head, what));
+  const std::string address(sha256);
+  REEL_ASSIGN_OR_RETURN(ChunkHeader h, StoredHeader(address, "chunk " + address));
   return h.base_sha256;
 }
 

@@ -33,6 +33,7 @@
 #include "base/status.h"
 #include "models/safetensors.h"
 #include "registry/chunk_cache.h"
+#include "registry/chunk_codec.h"
 #include "storage/object_store.h"
 
 namespace reel::registry {
@@ -152,15 +153,19 @@ class WeightStore {
                                           const WeightManifest* parent,
                                           WeightManifest* described) const;
   Status PushChunk(PushPiece& piece) const;
-  Result<std::shared_ptr<const std::string>> ReadDeltaBase(const ChunkRef& base,
-                                                           const std::string& what) const;
+  struct BaseBytes {
+    std::shared_ptr<const std::string> raw;
+    std::shared_ptr<const std::string> before;  // the base's base, when at hand
+  };
+  Result<BaseBytes> ReadDeltaBase(const ChunkRef& base, const std::string& what) const;
   size_t Threads() const;
   enum class Verify { kAddress, kNone };
-  Result<std::string> ReadChunk(const std::string& sha256, const std::string& what,
-                                Verify verify) const;
+  Status ReadChunk(const std::string& sha256, const std::string& what, Verify verify,
+                   std::string* raw, std::string* before = nullptr) const;
   Status DecodeFetched(const std::vector<std::pair<std::string, std::string>>& chain,
                        const std::string& sha256, const std::string& what, Verify verify, char* out,
-                       size_t size) const;
+                       size_t size, char* before = nullptr) const;
+  Result<ChunkHeader> StoredHeader(const std::string& sha256, const std::string& what) const;
   Result<int> StoredDepth(const std::string& sha256, const std::string& what) const;
   Result<std::vector<std::pair<std::string, std::string>>> FetchChain(
       const std::string& sha256, const std::string& what) const;

@@ -144,7 +144,7 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
   ASSERT_EQ(versions[2].tensors.at("w").chunks[0].depth, 2);
   // A well-formed delta against the right base, but of other bytes: only the address check
   // can tell.
-  const DeltaBase base{raws[0], 0, {}};
+  const DeltaBase base{raws[0], 0, {}, {}};
   ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(raws[2], 4, &base));
   ASSERT_OK(mem_->Put(store.ChunkKey(middle.sha256), other));
   for (int v : {1, 2}) {
@@ -251,6 +251,57 @@ TEST_F(WeightStoreTest, ASuccessivePushTakesItsDeltaBasesFromTheCache) {
   EXPECT_EQ(uncached.base_cache().size(), 0u);
   EXPECT_EQ(Objects(*counting, "cached/"), Objects(*counting, "uncached/"))
       << "either way the same chunks are stored";
+}
+
+// `t` moved by `step` times `direction`, element by element, with a little noise: a training run's
+// next checkpoint keeps going the way the last one went.
+TensorBytes Stepped(TensorBytes t, const TensorBytes& direction, double step, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> w(t.data.size() / 4), d(w.size());
+  std::memcpy(w.data(), t.data.data(), t.data.size());
+  std::memcpy(d.data(), direction.data.data(), direction.data.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] += static_cast<float>(step * d[i] * (1.0 + 0.05 * (rng.Uniform() - 0.5)));
+  }
+  std::memcpy(t.data.data(), w.data(), t.data.size());
+  return t;
+}
+
+// A run's checkpoints: from the third on, the changed chunks are linear deltas (the base's base
+// came from the cache, or from decoding the base's chain without one), stored alike either way,
+// and every version pulls bit-exact.
+TEST_F(WeightStoreTest, ARunsCheckpointsAreLinearDeltasWithOrWithoutTheCache) {
+  WeightStoreOptions uncached_options = Options();
+  uncached_options.base_cache = std::make_shared<ChunkCache>(0);
+  WeightStore cached(mem_, "cached/", Options()), uncached(mem_, "uncached/", uncached_options);
+  const TensorBytes direction = Floats({16, 3, 3, 7, 7}, 99);
+  for (WeightStore* store : {&cached, &uncached}) {
+    SafetensorsFile model = Model(1);
+    std::vector<WeightManifest> versions;
+    std::vector<SafetensorsFile> files;
+    for (int v = 0; v < 5; ++v) {
+      if (v > 0) {
+        model.tensors["conv.weight"] = Stepped(model.tensors["conv.weight"], direction, 1e-3, v);
+      }
+      ASSERT_OK_AND_ASSIGN(WeightManifest m,
+                           store->Push(model, v > 0 ? &versions.back() : nullptr));
+      for (const ChunkRef& c : m.tensors.at("conv.weight").chunks) {
+        ASSERT_OK_AND_ASSIGN(std::string stored, mem_->Get(store->ChunkKey(c.sha256)));
+        ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(stored, "c"));
+        EXPECT_EQ(h.form, v == 0   ? ChunkForm::kFull
+                          : v == 1 ? ChunkForm::kDifference
+                                   : ChunkForm::kLinear)
+            << "version " << v;
+      }
+      versions.push_back(m);
+      files.push_back(model);
+    }
+    for (size_t v = 0; v < versions.size(); ++v) {
+      ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store->Pull(versions[v]));
+      ExpectSameFile(back, files[v]);
+    }
+  }
+  EXPECT_EQ(Objects(*mem_, "cached/"), Objects(*mem_, "uncached/"));
 }
 
 TEST_F(WeightStoreTest, ACachedBaseTheStoreLostIsNotADeltaBase) {
