@@ -456,7 +456,9 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     REEL_ASSIGN_OR_RETURN(std::string address, BaseAddress(*delta_base));
     out += address;
   }
-  std::string planes(raw.size(), '\0');
+  thread_local std::string
+      planes;  // reused: a fresh 4 MiB buffer per chunk is zeroed and faulted in
+  planes.resize(raw.size());
   ToPlanes(form, raw, element_width, delta_base, &planes);
   REEL_RETURN_IF_ERROR(ZstdCompressAppend(planes, ZstdOptions{options.zstd_level}, &out));
   return out;
