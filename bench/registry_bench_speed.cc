@@ -106,31 +106,49 @@ struct Speed {
   double wall_mbps = 0, cpu_mbps = 0;
 };
 
+// Where a push's delta bases come from: the cache of the pushes before it in the same process; a
+// folder the pushes before kept them in, read by a new store and cache (a new process, as `reel
+// models register` is); or nowhere, each base's whole chain decoded from the store.
+enum class Bases { kMemory, kFolder, kNone };
+
 // The median speed of pushing the last of `versions` into an in-memory store after the others,
 // each the parent of the next: the codec's own speed (SHA-256, the bases read back, residuals,
-// planes, zstd) without the disk. `cache`: whether the store keeps a delta base cache; without one,
-// the last push decodes each base's whole chain from the store.
-Result<Speed> InMemoryPush(const std::vector<const SafetensorsFile*>& versions, bool cache,
-                           int threads, int repeat) {
+// planes, zstd) without the disk. `folder`: where kFolder keeps the bases.
+Result<Speed> InMemoryPush(const std::vector<const SafetensorsFile*>& versions, Bases bases,
+                           const std::string& folder, int threads, int repeat) {
+  using reel::registry::ChunkCache;
   std::vector<double> wall, cpu;
   uint64_t raw = 0;
-  for (int i = 0; i < repeat; ++i) {
+  const auto options = [&] {
     reel::registry::WeightStoreOptions o;
     o.threads = threads;
-    if (!cache) o.base_cache = std::make_shared<reel::registry::ChunkCache>(0);
-    reel::registry::WeightStore store(std::make_shared<reel::storage::MemoryStore>("bench"), "", o);
+    if (bases == Bases::kNone) o.base_cache = std::make_shared<ChunkCache>(0);
+    if (bases == Bases::kFolder) {
+      o.base_cache = std::make_shared<ChunkCache>(reel::registry::kDefaultBaseCacheBytes, folder);
+    }
+    return o;
+  };
+  for (int i = 0; i < repeat; ++i) {
+    std::filesystem::remove_all(folder);
+    auto memory = std::make_shared<reel::storage::MemoryStore>("bench");
+    reel::registry::WeightStore store(memory, "", options());
     reel::registry::WeightManifest parent;
     for (size_t v = 0; v + 1 < versions.size(); ++v) {
       REEL_ASSIGN_OR_RETURN(parent, store.Push(*versions[v], v == 0 ? nullptr : &parent));
     }
+    REEL_RETURN_IF_ERROR(store.PersistBaseCache());
+    // kFolder: a store with a cache of its own, as in a new process; else the same store.
+    reel::registry::WeightStore next(memory, "", options());
+    reel::registry::WeightStore& pusher = bases == Bases::kFolder ? next : store;
     reel::registry::PushStats stats;
     const double cpu_before = ProcessCpuSeconds();
     const Clock::time_point start = Clock::now();
-    REEL_RETURN_IF_ERROR(store.Push(*versions.back(), &parent, &stats).status());
+    REEL_RETURN_IF_ERROR(pusher.Push(*versions.back(), &parent, &stats).status());
     wall.push_back(SecondsSince(start));
     cpu.push_back(ProcessCpuSeconds() - cpu_before);
     raw = stats.raw_bytes;
   }
+  std::filesystem::remove_all(folder);
   return Speed{raw / 1e6 / Median(wall), raw / 1e6 / std::max(1e-9, Median(cpu))};
 }
 
@@ -242,18 +260,27 @@ Status AddThroughputFigures(const Args& args, const std::string& work, const std
   }
 
   Progress("push into memory");
-  REEL_ASSIGN_OR_RETURN(const Speed memory_c, InMemoryPush({&s.base_weights, &s.full_weights}, true,
-                                                           threads, args.repeat));
+  const std::string bases_folder = work + "/cache-bases";
+  REEL_ASSIGN_OR_RETURN(const Speed memory_c,
+                        InMemoryPush({&s.base_weights, &s.full_weights}, Bases::kMemory,
+                                     bases_folder, threads, args.repeat));
   REEL_ASSIGN_OR_RETURN(std::vector<SafetensorsFile> deepest, DeepestRun(s));
   std::vector<const SafetensorsFile*> chain;
   for (const SafetensorsFile& f : deepest) chain.push_back(&f);
-  REEL_ASSIGN_OR_RETURN(const Speed cold, InMemoryPush(chain, false, threads, args.repeat));
+  REEL_ASSIGN_OR_RETURN(const Speed folder,
+                        InMemoryPush(chain, Bases::kFolder, bases_folder, threads, args.repeat));
+  REEL_ASSIGN_OR_RETURN(const Speed cold,
+                        InMemoryPush(chain, Bases::kNone, bases_folder, threads, args.repeat));
   const std::string depth = std::to_string(deepest.size() - 2);
   const std::vector<std::tuple<std::string, Speed, std::string>> in_memory = {
       {"push, (c) full fine-tune, into memory, per core", memory_c,
        "the codec alone: no disk, no database"},
+      {"push, (a) onto depth " + depth + ", a new process, into memory, per core", folder,
+       "as `reel models register` on a folder registry pushes: the bases (and theirs) read from "
+       "the folder's cache/bases, which the last process kept, and checked against their "
+       "addresses"},
       {"push, (a) onto depth " + depth + ", no base cache, into memory, per core", cold,
-       "as a new process pushes (reel models register): every base's chain decoded from the "
+       "as a new process on another machine pushes: every base's chain decoded from the "
        "store"}};
   for (const auto& [name, speed, note] : in_memory) {
     Figure f = MakeFigure(section, name, speed.cpu_mbps, "MB/s", Goal::kAtLeast, 250);

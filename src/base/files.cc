@@ -1,32 +1,83 @@
 #include "base/files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "base/allocator.h"
 
 namespace reel {
 
 Result<std::string> ReadFileToString(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(std::string(what) + " '" + path + "' cannot be read");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return UnavailableError(std::string(what) + " '" + path + "': the read failed");
-  return bytes.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    return NotFoundError(std::string(what) + " '" + path + "' cannot be read");
+  }
+  // Read straight into the string, sized from fstat (a stream would copy it twice); a file that
+  // grows meanwhile is read on to its end.
+  std::string bytes;
+  bool failed = false;
+  const auto read_into = [&](char* dest, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::read(fd, dest + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        failed = r < 0;
+        break;
+      }
+      got += static_cast<size_t>(r);
+    }
+    return got;
+  };
+  AppendInPlace(&bytes, static_cast<size_t>(st.st_size), read_into);
+  while (!failed && bytes.size() >= static_cast<size_t>(st.st_size)) {
+    const size_t before = bytes.size();
+    AppendInPlace(&bytes, 64 << 10, read_into);
+    if (bytes.size() == before) break;
+  }
+  ::close(fd);
+  if (failed) return UnavailableError(std::string(what) + " '" + path + "': the read failed");
+  return bytes;
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
+  return WriteFileAtomically(path, std::vector<std::string_view>{bytes});
+}
+
+Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+  // A temp name of this writer's own: two processes writing one path at once must not truncate
+  // each other's file, which may already be renamed into place.
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    for (std::string_view piece : pieces) {
+      out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    }
     out.close();
-    if (!out) return UnavailableError("cannot write " + tmp);
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      return UnavailableError("cannot write " + tmp);
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return UnavailableError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return UnavailableError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
   return Status::Ok();
 }
 

@@ -16,9 +16,12 @@ namespace reel {
 // read".
 Result<std::string> ReadFileToString(const std::string& path, std::string_view what = "file");
 
-// Writes `bytes` to PATH.tmp, then renames it over `path`: a reader sees the old file or the
-// whole new one, never a part.
+// Writes `bytes` to a temp file of this call's own beside `path` (PATH.tmp.PID.N), then renames
+// it over `path`: a reader sees the old file or the whole new one, never a part, even while
+// other processes write the same path.
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+// The same with the file's bytes given in pieces, written one after another.
+Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces);
 
 // Bytes of the regular files under `dir`, recursively (0 when it does not exist).
 uint64_t TreeBytes(const std::string& dir);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,34 +58,34 @@ TEST(ChunkCodecTest, FullChunksRoundTripForEveryWidth) {
   }
 }
 
-// zigzag(a - b) of two elements of `width` bytes, little-endian, as the header documents.
-std::string ZigZagDifference(std::string_view a, std::string_view b, int width) {
+// fn(x, y) of each pair of elements of `width` bytes (little-endian integers), kept to the width.
+std::string ElementWise(std::string_view a, std::string_view b, int width,
+                        const std::function<uint64_t(uint64_t, uint64_t, uint64_t)>& fn) {
+  const int bits = 8 * width;
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   std::string out(a.size(), '\0');
   for (size_t i = 0; i < a.size(); i += width) {
     uint64_t x = 0, y = 0;
     std::memcpy(&x, a.data() + i, width);
     std::memcpy(&y, b.data() + i, width);
-    const int bits = 8 * width;
-    const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-    const uint64_t d = (x - y) & mask;
-    const bool negative = (d >> (bits - 1)) & 1;
-    const uint64_t z = ((d << 1) ^ (negative ? mask : 0)) & mask;
-    std::memcpy(out.data() + i, &z, width);
+    const uint64_t v = fn(x, y, mask) & mask;
+    std::memcpy(out.data() + i, &v, width);
   }
   return out;
 }
 
-// Elements a + a - b: what a linear delta predicts.
+// zigzag(a - b), as the header documents: 0, -1, 1, -2 -> 0, 1, 2, 3.
+std::string ZigZagDifference(std::string_view a, std::string_view b, int width) {
+  const uint64_t sign_bit = uint64_t{1} << (8 * width - 1);
+  return ElementWise(a, b, width, [sign_bit](uint64_t x, uint64_t y, uint64_t mask) {
+    const uint64_t d = (x - y) & mask;
+    return (d << 1) ^ ((d & sign_bit) != 0 ? mask : 0);
+  });
+}
+
+// a + (a - b): what a linear delta predicts.
 std::string Extrapolated(std::string_view a, std::string_view b, int width) {
-  std::string out(a.size(), '\0');
-  for (size_t i = 0; i < a.size(); i += width) {
-    uint64_t x = 0, y = 0;
-    std::memcpy(&x, a.data() + i, width);
-    std::memcpy(&y, b.data() + i, width);
-    const uint64_t p = 2 * x - y;
-    std::memcpy(out.data() + i, &p, width);
-  }
-  return out;
+  return ElementWise(a, b, width, [](uint64_t x, uint64_t y, uint64_t) { return 2 * x - y; });
 }
 
 std::string Planes(std::string_view bytes, int width) {

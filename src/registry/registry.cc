@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/json.h"
+#include "base/logging.h"
 #include "base/sync_point.h"
 #include "base/thread_pool.h"
 #include "registry/registry_impl.h"
@@ -256,7 +257,12 @@ Status LocalRegistry::Impl::LogAlias(const std::string& model, const std::string
 }
 
 LocalRegistry::LocalRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-LocalRegistry::~LocalRegistry() = default;
+// A folder registry keeps its last pushes' chunks for the next process's push (chunk_cache.h).
+// A cache that cannot be written costs that push its speed, not its correctness.
+LocalRegistry::~LocalRegistry() {
+  Status kept = impl_->weights().PersistBaseCache();
+  if (!kept.ok()) Logger("registry")->warn("delta base cache not kept: {}", kept.ToString());
+}
 
 const WeightStore& LocalRegistry::weight_store() const { return impl_->weights(); }
 
@@ -330,6 +336,10 @@ Result<std::unique_ptr<LocalRegistry>> OpenLocalRegistry(const std::string& uri,
   REEL_ASSIGN_OR_RETURN(std::string folder, RegistryFolder(uri));
   REEL_ASSIGN_OR_RETURN(std::unique_ptr<db::Database> db, OpenRegistryDatabase(folder));
   REEL_ASSIGN_OR_RETURN(auto store, storage::LocalStore::Open(folder));
+  if (options.weights.base_cache == nullptr) {
+    options.weights.base_cache =
+        std::make_shared<ChunkCache>(kDefaultBaseCacheBytes, folder + "/cache/bases");
+  }
   return OpenLocal(std::move(db), std::move(store), "weights/", std::move(options));
 }
 

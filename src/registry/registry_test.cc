@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
 
+#include "base/files.h"
 #include "db/database.h"
 #include "db/testing/test_database.h"
 #include "registry/registry_impl.h"
@@ -379,6 +382,43 @@ TEST(RegistrySchema, StepThreeMovesTheDocumentsOutOfTheVersionRows) {
   ASSERT_OK_AND_ASSIGN(GcStats stats, registry->CollectGarbage(gc, kRoot));
   EXPECT_EQ(stats.chunks_removed, 0) << "the moved manifest still marks its chunks";
   EXPECT_GT(stats.chunks_live, 0);
+}
+
+// A folder registry keeps its last pushes' chunks in cache/bases when it closes, so that the next
+// process's push takes its delta bases (and the base's base, for a linear delta) from there
+// instead of decoding their chains; a damaged file there is a miss, never a wrong base.
+TEST(RegistryFolderCache, TheNextProcessTakesItsBasesFromTheFolder) {
+  reel::testing::TempDir dir;
+  NewVersion v = Version("clf", 1);
+  {
+    ASSERT_OK_AND_ASSIGN(auto first, OpenLocalRegistry(dir.path(), "", {}));
+    ASSERT_OK(first->Register(v, kAda, nullptr, nullptr).status());
+    v.weights.tensors["conv.weight"] = Moved(v.weights.tensors["conv.weight"], 1e-3, 2);
+    ASSERT_OK(first->Register(v, kAda, nullptr, nullptr).status());
+  }
+  const std::string bases = dir.Join("cache/bases");
+  ASSERT_TRUE(std::filesystem::is_directory(bases));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(bases), {}), 5)
+      << "version 1's four chunks and version 2's changed one";
+  const models::TensorBytes previous = v.weights.tensors["conv.weight"];
+  v.weights.tensors["conv.weight"] = Moved(previous, 1e-3, 3);
+  ASSERT_OK_AND_ASSIGN(auto next, OpenLocalRegistry(dir.path(), "", {}));
+  ASSERT_OK_AND_ASSIGN(VersionInfo third, next->Register(v, kAda, nullptr, nullptr));
+  EXPECT_EQ(next->weight_store().base_cache().size(), 6u)
+      << "version 3's four chunks and the two bases read from the folder";
+  ASSERT_OK_AND_ASSIGN(models::SafetensorsFile back, next->PullWeights(third));
+  ExpectSameFile(back, v.weights);
+
+  // The same push from a folder whose files are damaged: decoded from the store instead.
+  for (const auto& e : std::filesystem::directory_iterator(bases)) {
+    ASSERT_OK(WriteFileAtomically(e.path().string(), "damaged"));
+  }
+  v.weights.tensors["conv.weight"] = Moved(v.weights.tensors["conv.weight"], 1e-3, 4);
+  ASSERT_OK_AND_ASSIGN(auto damaged, OpenLocalRegistry(dir.path(), "", {}));
+  ASSERT_OK_AND_ASSIGN(VersionInfo fourth, damaged->Register(v, kAda, nullptr, nullptr));
+  EXPECT_EQ(damaged->weight_store().base_cache().size(), 4u) << "no base came from the folder";
+  ASSERT_OK_AND_ASSIGN(back, damaged->PullWeights(fourth));
+  ExpectSameFile(back, v.weights);
 }
 
 // A listing of thousands of versions builds them on several threads, in blocks of rows: every

@@ -308,7 +308,7 @@ Status WeightStore::PushChunk(PushPiece& p) const {
   if (p.base != nullptr && p.base->depth < options_.max_chain && options_.compress) {
     REEL_ASSIGN_OR_RETURN(const BaseBytes base, ReadDeltaBase(*p.base, p.what + " (delta base)"));
     const DeltaBase delta_base{*base.raw, p.base->depth, p.base->sha256,
-                               base.before != nullptr ? std::string_view(*base.before) : ""};
+                               base.before != nullptr ? *base.before : std::string_view()};
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, &delta_base, encode));
     if (encoded.size() < p.raw.size()) {
       p.ref->depth = p.base->depth + 1;
@@ -336,7 +336,7 @@ Status WeightStore::PushChunk(PushPiece& p) const {
 // pull checks that.
 Result<WeightStore::BaseBytes> WeightStore::ReadDeltaBase(const ChunkRef& base,
                                                           const std::string& what) const {
-  if (std::shared_ptr<const std::string> cached = options_.base_cache->Find(base.sha256)) {
+  if (ChunkBytes cached = options_.base_cache->Find(base.sha256)) {
     Result<ChunkHeader> h = StoredHeader(base.sha256, what);
     if (h.ok() && h->depth == base.depth) {
       return BaseBytes{cached,
@@ -344,9 +344,10 @@ Result<WeightStore::BaseBytes> WeightStore::ReadDeltaBase(const ChunkRef& base,
     }
     if (!h.ok() && h.status().code() != StatusCode::kNotFound) return h.status();
   }
-  auto raw = std::make_shared<std::string>(), before = std::make_shared<std::string>();
-  REEL_RETURN_IF_ERROR(ReadChunk(base.sha256, what, Verify::kNone, raw.get(), before.get()));
-  return BaseBytes{std::move(raw), before->empty() ? nullptr : std::move(before)};
+  std::string raw, before;
+  REEL_RETURN_IF_ERROR(ReadChunk(base.sha256, what, Verify::kNone, &raw, &before));
+  return BaseBytes{OwnedChunkBytes(std::move(raw)),
+                   before.empty() ? nullptr : OwnedChunkBytes(std::move(before))};
 }
 
 // Reads the chain from `sha256` down to its full chunk, newest first (each link one less deep: a

@@ -33,10 +33,11 @@
 #include "base/status.h"
 #include "models/safetensors.h"
 #include "registry/chunk_cache.h"
-#include "registry/chunk_codec.h"
 #include "storage/object_store.h"
 
 namespace reel::registry {
+
+struct ChunkHeader;  // chunk_codec.h
 
 struct ChunkRef {
   std::string sha256;  // address: SHA-256 of the raw bytes, 64 hex digits
@@ -75,7 +76,8 @@ struct WeightStoreOptions {
   bool compress = true;  // false: chunks stored as they are (no zstd, no deltas)
   int threads = 0;       // threads a push or a pull works on (0: one per core)
   // The raw chunks of the last pushes, the likely delta bases of the next (chunk_cache.h); null:
-  // a cache of kDefaultBaseCacheBytes of the store's own. A cache of capacity 0 keeps none.
+  // a cache of kDefaultBaseCacheBytes of the store's own, in memory only (a folder registry
+  // gives its store one that persists in the folder's cache/bases). Capacity 0 keeps none.
   std::shared_ptr<ChunkCache> base_cache;
 };
 
@@ -133,6 +135,8 @@ class WeightStore {
 
   uint64_t chunk_bytes() const { return options_.chunk_bytes; }
   const ChunkCache& base_cache() const { return *options_.base_cache; }
+  // Keeps the last pushes' chunks for the next process (ChunkCache::Persist).
+  Status PersistBaseCache() const { return options_.base_cache->Persist(); }
 
   // Whether a chunk is stored under `sha256` (reads its header only).
   Result<bool> HasChunk(const std::string& sha256) const;
@@ -154,8 +158,8 @@ class WeightStore {
                                           WeightManifest* described) const;
   Status PushChunk(PushPiece& piece) const;
   struct BaseBytes {
-    std::shared_ptr<const std::string> raw;
-    std::shared_ptr<const std::string> before;  // the base's base, when at hand
+    ChunkBytes raw;
+    ChunkBytes before;  // the base's base, when at hand
   };
   Result<BaseBytes> ReadDeltaBase(const ChunkRef& base, const std::string& what) const;
   size_t Threads() const;
