@@ -10,9 +10,9 @@
 // chunk at the default depth, twice the push's own work). Persist writes the chunks this process
 // inserted there, newest first, and removes the folder's oldest files beyond the same budget;
 // Find looks there after memory, mapping the file rather than reading it (fresh memory costs a
-// page fault per 4 KiB, which on a VM took longer than the read). A file is used only when its
-// bytes hash to its name (an address), so a damaged one is a miss (and is removed), never a
-// wrong base.
+// page fault per 4 KiB, which on a VM took longer than the read). Each file ends with the xxh3 of
+// its bytes, and is used only while they match, so a damaged one is a miss (and is removed),
+// never a wrong base: the bytes were checked against their address when they entered the cache.
 // Thread-safety: every method may be called from any thread; processes may share a folder.
 #pragma once
 
