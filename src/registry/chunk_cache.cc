@@ -12,18 +12,12 @@
 
 #include "base/files.h"
 #include "base/hash.h"
+#include "registry/weight_store.h"
 
 namespace reel::registry {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Only addresses name files: nothing else can reach outside the folder.
-bool IsAddress(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 constexpr size_t kFooterBytes = 8;
 
@@ -52,7 +46,7 @@ std::vector<FolderFile> FolderFiles(const std::string& folder) {
   std::vector<FolderFile> files;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
-    if (!IsAddress(e.path().filename().string())) continue;  // a writer's temp file
+    if (!IsChunkAddress(e.path().filename().string())) continue;  // a writer's temp file
     FolderFile f{e.path(), 0, {}};
     f.bytes = e.file_size(ec);
     f.bytes -= std::min<uint64_t>(f.bytes, kFooterBytes);  // the budget counts chunk bytes
@@ -119,7 +113,7 @@ ChunkBytes ChunkCache::FindInMemory(const std::string& address) {
 // third of a push. Files are written under temp names and renamed whole (base/files.h), so one
 // under its address is never half written.
 ChunkBytes ChunkCache::FindInFolder(const std::string& address) {
-  if (!IsAddress(address)) return nullptr;
+  if (!IsChunkAddress(address)) return nullptr;  // only addresses name files in the folder
   const std::string path = (fs::path(folder_) / address).string();
   ChunkBytes file = MapFile(path, capacity_ + kFooterBytes);
   if (file == nullptr) return nullptr;

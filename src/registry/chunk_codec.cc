@@ -621,7 +621,7 @@ Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
     return links[k % 3].data();
   };
   REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0)));
-  const char* previous = last == 0 ? out : links[0].data();
+  const char* previous = links[0].data();  // the chain has two links at least here
   const char* previous2 = nullptr;
   for (size_t k = 1; k <= last; ++k) {
     planes.resize(size);
