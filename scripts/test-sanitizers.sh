@@ -38,7 +38,7 @@ if [[ "$which" != thread ]]; then
   mapfile -t targets < <(unit_targets build-asan)
   ninja -C build-asan "${targets[@]}"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest -L unit --output-on-failure --timeout 900 "$@")
+    ctest -L unit --output-on-failure --timeout 900 --parallel "$(nproc)" "$@")
 fi
 [[ "$which" == address ]] && exit 0
 
@@ -47,4 +47,5 @@ TSAN_TESTS=(base_test storage_unit_test loader_test parallel_torch_test http_tes
 configure build-tsan thread
 ninja -C build-tsan "${TSAN_TESTS[@]}"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" \
-  ctest -R "^($(IFS='|'; echo "${TSAN_TESTS[*]}"))\$" --output-on-failure --timeout 900 "$@")
+  ctest -R "^($(IFS='|'; echo "${TSAN_TESTS[*]}"))\$" --output-on-failure --timeout 900 \
+  --parallel "$(nproc)" "$@")

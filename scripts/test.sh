@@ -11,4 +11,5 @@ bash scripts/setup.sh --tests
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEL_BUILD_TESTS=ON -DREEL_BUILD_BENCH=ON
 ninja -C build
 cd build
-ctest --output-on-failure --timeout 900 "$@"
+# A test per core: tests that need the whole machine say so (PROCESSORS 2) and run alone.
+ctest --output-on-failure --timeout 900 --parallel "$(nproc)" "$@"

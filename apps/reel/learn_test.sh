@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Does it learn? The main job's recipe end to end: `reel datagen` (8 motion classes that no
 # single frame tells apart), `reel ingest`, then `reel train --nproc 2` (data parallel, as the
-# main job) with configs/synthetic.yaml. The
-# small R(2+1)D must reach at least 90% validation top-1; the same trainer with a single-frame
-# model must stay near chance (12.5%).
+# main job) with configs/synthetic.yaml, in half its epochs (4 of 8: the schedule follows, and
+# seed 1 reaches 0.99 in 4 as in 8, 0.90 in 3). The small R(2+1)D must reach at least 90%
+# validation top-1; the same trainer with a single-frame model must stay near chance (12.5%).
 # Usage: learn_test.sh PATH_TO_REEL SOURCE_DIR [VIDEOS_PER_CLASS]
 set -u
 REEL=$1
@@ -17,7 +17,8 @@ check "ingest" bash -c "'$REEL' ingest '$WORK/raw' '$WORK/ds' ${SYNTHETIC_INGEST
 for model in r2plus1d single_frame; do
   start=$(date +%s)
   check "train $model" bash -c "'$REEL' train --config '$SRC/configs/synthetic.yaml' --nproc 2 --quiet \
-    --set data.dataset='$WORK/ds' run_dir='$WORK/$model' model.name=$model > '$WORK/$model.out' 2>&1"
+    --set data.dataset='$WORK/ds' run_dir='$WORK/$model' model.name=$model train.epochs=4 \
+    > '$WORK/$model.out' 2>&1"
   echo "     $model: $(grep '^validation' "$WORK/$model.out") ($(( $(date +%s) - start )) s)"
   # A failed run shows why: the last lines the launcher and both workers printed.
   grep -q '^validation' "$WORK/$model.out" || tail -n 40 "$WORK/$model.out" | sed 's/^/     | /'
