@@ -355,6 +355,21 @@ void PrintHeader(const Machine& m, const Args& args, const Scenarios& s) {
       args.max_chain, args.max_chain == 8 ? " (the default)" : "");
 }
 
+// --listing-only: the listing figures alone, in seconds.
+Status RunListingOnly(const Args& args, const std::string& work, const Machine& machine) {
+  std::vector<Figure> figures;
+  REEL_RETURN_IF_ERROR(AddListingFigures(args, work, UntrainedWeights(), &figures));
+  const std::string section =
+      "listing and search, " + std::to_string(args.list_versions) + " versions in one model";
+  std::printf("\nmachine: %s, %d cores (nproc)\n== %s ==\n", machine.cpu.c_str(), machine.cores,
+              section.c_str());
+  PrintFigures(figures, section);
+  if (ReportFigures(figures, machine.torch_threads, args.json) != 0) {
+    return reel::InternalError("cannot write " + args.json);
+  }
+  return Status::Ok();
+}
+
 Status Run(const Args& args) {
   const Machine machine = DescribeMachine(args.threads);
   torch::set_num_threads(machine.torch_threads);
@@ -363,6 +378,12 @@ Status Run(const Args& args) {
   const std::string reel_cli = FindReelCli(args.reel);
   if (!fs::exists(reel_cli)) return reel::NotFoundError("no reel CLI at " + reel_cli + " (--reel)");
   Progress("scratch folder " + work);
+  if (args.listing_only) {
+    const Status listed = RunListingOnly(args, work, machine);
+    std::error_code ec;
+    if (!args.keep && args.work.empty()) fs::remove_all(work, ec);
+    return listed;
+  }
 
   reel::registry::WeightStoreOptions weights;
   weights.max_chain = args.max_chain;

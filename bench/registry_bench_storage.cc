@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "base/files.h"
 #include "base/json.h"
 #include "base/status.h"
@@ -329,6 +330,15 @@ Status TrainTimed(Trainer& trainer, int steps, double* seconds) {
 }
 
 }  // namespace
+
+SafetensorsFile UntrainedWeights() {
+  reel::models::ModelSpec spec;
+  spec.name = "r2plus1d_18";
+  spec.num_classes = kClasses;
+  Result<torch::nn::AnyModule> model = reel::models::BuildModel(spec);
+  REEL_CHECK(model.ok()) << model.status().ToString();  // a fixed, known model
+  return reel::models::SaveStateDict(*model->ptr());
+}
 
 Result<Scenarios> RunScenarios(const Args& args, StorageRun& storage) {
   Scenarios s;

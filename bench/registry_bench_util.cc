@@ -33,7 +33,7 @@ constexpr char kUsage[] =
     "                      [--frames N] [--size N] [--steps N] [--finetune-steps N]\n"
     "                      [--optimizer adamw|sgd] [--lr X] [--list-versions N] [--repeat N]\n"
     "                      [--list-repeat N] [--max-chain N] [--store-threads N] [--no-peers]\n"
-    "                      [--keep]\n";
+    "                      [--keep] [--listing-only]\n";
 
 Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
   char* end = nullptr;
@@ -70,6 +70,10 @@ Result<Args> ParseArgs(int argc, char** argv) {
     }
     if (flag == "--keep") {
       a.keep = true;
+      continue;
+    }
+    if (flag == "--listing-only") {
+      a.listing_only = true;
       continue;
     }
     if (strings.count(flag) == 0 && ints.count(flag) == 0 && flag != "--lr") {

@@ -36,6 +36,7 @@ struct Args {
   int store_threads = 0;  // WeightStoreOptions::threads, of a push and a pull: 0, one per core
   bool peers = true;
   bool keep = false;
+  bool listing_only = false;  // only the listing figures (no training, no peers)
 };
 
 Result<Args> ParseArgs(int argc, char** argv);

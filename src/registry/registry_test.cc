@@ -475,6 +475,69 @@ TEST(RegistryListing, ThousandsOfVersionsListInOrderWithTheirTagsAndParents) {
   }
 }
 
+// Versions whose rows hold `metrics` texts, numbered from 1, in a new SQLite registry at `dir`.
+void InsertVersionRows(const std::string& dir, const std::vector<std::string>& metrics) {
+  ASSERT_OK_AND_ASSIGN(auto db, db::OpenSqlite(dir + "/registry.db"));
+  ASSERT_OK(db::Migrate(*db, "registry", RegistryMigrations()));
+  ASSERT_OK(db->Exec("INSERT INTO registry_models (name, next_version, created_at, created_by) "
+                     "VALUES ('clf', ?, 't', 'ada')",
+                     {static_cast<int64_t>(metrics.size() + 1)})
+                .status());
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    ASSERT_OK(db->Exec("INSERT INTO registry_versions (model, version, branch, architecture, "
+                       "metrics, recipe, dataset_uri, dataset_hash, code_commit, code_dirty, "
+                       "author, created_at, message, weight_bytes, stored_bytes, weights_id) "
+                       "VALUES ('clf', ?, 'main', '{}', ?, '{}', '', '', '', 0, 'ada', 't', '', "
+                       "4, 4, 'id')",
+                       {static_cast<int64_t>(i + 1), metrics[i]})
+                  .status());
+  }
+}
+
+// A listing reads each row's metrics with its own parser (for speed); what it returns must be
+// what nlohmann's parser makes of the same text, cut to its scalar entries: the same values and
+// the same number types.
+TEST(RegistryListing, MetricsOfEveryKindReadAsTheirJsonSays) {
+  const std::vector<std::string> texts = {
+      R"({"top1":0.5,"top5":1.0,"clips":266,"loss":-2.5e-3,"big":1E10,"tiny":5e-324})",
+      R"({"zero":0,"negative":-5,"max":18446744073709551615,"min":-9223372036854775808})",
+      R"({"huge":123456789012345678901234567890,"x":1})",
+      R"( { "name" : "a\"b\\c\u00e9\n" , "ok" : true , "bad" : false , "none" : null } )",
+      R"({"top1":0.75,"per_class":[1.0,0.5],"confusion":{"a":[1]},"names":["a"]})",
+      R"({"same":1,"same":2})",
+      R"({})"};
+  reel::testing::TempDir dir;
+  InsertVersionRows(dir.path(), texts);
+  ASSERT_OK_AND_ASSIGN(auto registry, Registry::Open(dir.path()));
+  ASSERT_OK_AND_ASSIGN(auto listed, registry->ListVersions("clf"));
+  ASSERT_EQ(listed.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    nlohmann::json want = nlohmann::json::parse(texts[i]);
+    for (auto it = want.begin(); it != want.end();) {
+      it = it->is_primitive() && !it->is_null() ? std::next(it) : want.erase(it);
+    }
+    const nlohmann::json& got = listed[texts.size() - 1 - i].metrics;
+    EXPECT_EQ(got.dump(), want.dump()) << texts[i];
+    ASSERT_EQ(got.size(), want.size()) << texts[i];
+    for (const auto& [key, value] : want.items()) {
+      EXPECT_EQ(got.at(key).type(), value.type()) << texts[i] << " " << key;
+    }
+  }
+}
+
+TEST(RegistryListing, AMalformedMetricsRowIsDataLossNamingIt) {
+  for (const std::string bad : {R"({"top1":0.5)", R"({"top1":0.5} x)", R"({"top1":.5})",
+                                R"({"top1":tru})", "{\"a\":\"\xff\"}"}) {
+    reel::testing::TempDir dir;
+    InsertVersionRows(dir.path(), {R"({"top1":0.5})", bad});
+    ASSERT_OK_AND_ASSIGN(auto registry, Registry::Open(dir.path()));
+    const auto listed = registry->ListVersions("clf");
+    EXPECT_STATUS(listed, StatusCode::kDataLoss) << bad;
+    EXPECT_NE(listed.status().ToString().find("models:/clf/2 metrics"), std::string::npos)
+        << listed.status().ToString();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, RegistryTest, ::testing::Values("sqlite"));
 INSTANTIATE_TEST_SUITE_P(Postgres, RegistryTest, ::testing::Values("postgres"));
 
