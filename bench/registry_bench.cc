@@ -355,10 +355,19 @@ void PrintHeader(const Machine& m, const Args& args, const Scenarios& s) {
       args.max_chain, args.max_chain == 8 ? " (the default)" : "");
 }
 
+// The scratch folder, unless the user named it or asked to keep it.
+void RemoveScratch(const Args& args, const std::string& work) {
+  if (args.keep || !args.work.empty()) return;
+  Progress("removing " + work);
+  std::error_code ec;
+  fs::remove_all(work, ec);
+}
+
 // --listing-only: the listing figures alone, in seconds.
 Status RunListingOnly(const Args& args, const std::string& work, const Machine& machine) {
+  REEL_ASSIGN_OR_RETURN(const SafetensorsFile shapes, UntrainedWeights());
   std::vector<Figure> figures;
-  REEL_RETURN_IF_ERROR(AddListingFigures(args, work, UntrainedWeights(), &figures));
+  REEL_RETURN_IF_ERROR(AddListingFigures(args, work, shapes, &figures));
   const std::string section =
       "listing and search, " + std::to_string(args.list_versions) + " versions in one model";
   std::printf("\nmachine: %s, %d cores (nproc)\n== %s ==\n", machine.cpu.c_str(), machine.cores,
@@ -380,8 +389,7 @@ Status Run(const Args& args) {
   Progress("scratch folder " + work);
   if (args.listing_only) {
     const Status listed = RunListingOnly(args, work, machine);
-    std::error_code ec;
-    if (!args.keep && args.work.empty()) fs::remove_all(work, ec);
+    RemoveScratch(args, work);
     return listed;
   }
 
@@ -416,11 +424,7 @@ Status Run(const Args& args) {
   if (ReportFigures(figures, machine.torch_threads, args.json) != 0) {
     return reel::InternalError("cannot write " + args.json);
   }
-  if (!args.keep && args.work.empty()) {
-    Progress("removing " + work);
-    std::error_code ec;
-    fs::remove_all(work, ec);
-  }
+  RemoveScratch(args, work);
   Progress("done");
   return Status::Ok();
 }

@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/check.h"
 #include "base/files.h"
 #include "base/json.h"
 #include "base/status.h"
@@ -42,15 +41,20 @@ struct TrainOptions {
   double lr = 1e-4;
 };
 
+// torchvision's R(2+1)D-18 with the Kinetics-400 head, as built (untrained).
+Result<torch::nn::AnyModule> BuildR2plus1d18() {
+  reel::models::ModelSpec spec;
+  spec.name = "r2plus1d_18";
+  spec.num_classes = kClasses;
+  return reel::models::BuildModel(spec);
+}
+
 // R(2+1)D-18 trained on random clips and labels: what the registry sees is a model whose every
 // weight moved as real optimizer steps move it, which is all that matters here.
 class Trainer {
  public:
   static Result<std::unique_ptr<Trainer>> Create(const TrainOptions& options) {
-    reel::models::ModelSpec spec;
-    spec.name = "r2plus1d_18";
-    spec.num_classes = kClasses;
-    REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, reel::models::BuildModel(spec));
+    REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildR2plus1d18());
     return std::unique_ptr<Trainer>(new Trainer(std::move(model), options));
   }
 
@@ -331,13 +335,9 @@ Status TrainTimed(Trainer& trainer, int steps, double* seconds) {
 
 }  // namespace
 
-SafetensorsFile UntrainedWeights() {
-  reel::models::ModelSpec spec;
-  spec.name = "r2plus1d_18";
-  spec.num_classes = kClasses;
-  Result<torch::nn::AnyModule> model = reel::models::BuildModel(spec);
-  REEL_CHECK(model.ok()) << model.status().ToString();  // a fixed, known model
-  return reel::models::SaveStateDict(*model->ptr());
+Result<SafetensorsFile> UntrainedWeights() {
+  REEL_ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildR2plus1d18());
+  return reel::models::SaveStateDict(*model.ptr());
 }
 
 Result<Scenarios> RunScenarios(const Args& args, StorageRun& storage) {

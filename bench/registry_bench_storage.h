@@ -98,7 +98,7 @@ struct Scenarios {
 Result<Scenarios> RunScenarios(const Args& args, StorageRun& storage);
 
 // R(2+1)D-18's weights as built, untrained: the tensor names and shapes the listing uses.
-reel::models::SafetensorsFile UntrainedWeights();
+Result<reel::models::SafetensorsFile> UntrainedWeights();
 
 // Throughput (registry_bench_speed.cc): hash and split, push and pull, beside their peers.
 Status AddThroughputFigures(const Args& args, const std::string& work, const std::string& reel_cli,

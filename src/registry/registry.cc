@@ -78,6 +78,12 @@ bool ParseFlatObject(std::string& text, nlohmann::json* out) {
     std::string_view key;
     od::json_type type{};
     if (field.unescaped_key().get(key) || field.value().type().get(type)) return false;
+    if (type == od::json_type::null) {
+      bool null = false;
+      if (field.value().is_null().get(null) || !null) return false;
+      out->erase(std::string(key));  // a later null replaces an earlier value, as in nlohmann
+      continue;
+    }
     nlohmann::json& slot = (*out)[std::string(key)];
     if (type == od::json_type::number) {
       od::number n;
@@ -96,10 +102,6 @@ bool ParseFlatObject(std::string& text, nlohmann::json* out) {
       bool value = false;
       if (field.value().get_bool().get(value)) return false;
       slot = value;
-    } else if (type == od::json_type::null) {
-      bool null = false;
-      if (field.value().is_null().get(null) || !null) return false;
-      out->erase(std::string(key));
     } else {
       return false;
     }
