@@ -180,11 +180,7 @@ Status AppendValues(od::value value, ElementWriter* writer, int depth) {
   return Status::Ok();
 }
 
-}  // namespace
-
-namespace internal {
-
-Status ReadJsonData(od::value data, int64_t expected, Tensor* tensor) {
+Status ReadGeneral(od::value data, int64_t expected, Tensor* tensor) {
   ElementWriter writer(tensor, expected);
   REEL_RETURN_IF_ERROR(AppendValues(data, &writer, 0));
   if (writer.count() != expected) {
@@ -193,6 +189,46 @@ Status ReadJsonData(od::value data, int64_t expected, Tensor* tensor) {
                                 " elements but data has " + std::to_string(writer.count()));
   }
   return Status::Ok();
+}
+
+// The scanners take the common requests (FP32 or UINT8 arrays of plain numbers) in one pass;
+// true if they did.
+bool ScanData(std::string_view text, int64_t expected, Tensor* tensor) {
+  if (tensor->datatype == DataType::kFp32) {
+    tensor->data.resize(static_cast<size_t>(expected) * sizeof(float));
+    auto* out = reinterpret_cast<float*>(tensor->data.data());
+    return internal::ScanNumberArray(text, kMaxNesting, out, expected) == expected;
+  }
+  if (tensor->datatype == DataType::kUint8) {
+    tensor->data.resize(static_cast<size_t>(expected));
+    auto* out = reinterpret_cast<uint8_t*>(tensor->data.data());
+    return internal::ScanNumberArray(text, kMaxNesting, out, expected) == expected;
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace internal {
+
+// Anything the scanners do not take (another type, another token, too many or too few numbers,
+// a number beyond range) is parsed again from a copy of its text by the general path, which
+// words the error as it always has. The copy is wrapped in [ ] because simdjson reads a scalar
+// document only as that scalar, not as a value.
+Status ReadJsonData(std::string_view text, int64_t expected, Tensor* tensor) {
+  if (ScanData(text, expected, tensor)) return Status::Ok();
+  simdjson::padded_string copy(text.size() + 2);
+  copy.data()[0] = '[';
+  std::memcpy(copy.data() + 1, text.data(), text.size());
+  copy.data()[text.size() + 1] = ']';
+  thread_local od::parser parser;
+  od::document doc;
+  od::array wrapper;
+  od::value value;
+  if (auto e = parser.iterate(copy).get(doc)) return Malformed("data", e);
+  if (auto e = doc.get_array().get(wrapper)) return Malformed("data", e);
+  if (auto e = wrapper.at(0).get(value)) return Malformed("data", e);
+  return ReadGeneral(value, expected, tensor);
 }
 
 }  // namespace internal

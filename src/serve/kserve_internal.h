@@ -1,6 +1,6 @@
 // Private to the KServe v2 codec (kserve.cc, kserve_parse.cc, kserve_elements.cc,
 // kserve_client.cc): the helpers that more than one of its files use. Nothing else includes it;
-// the codec's interface is kserve.h.
+// the codec's interface is kserve.h (its test reaches in here for the number scanner).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -23,9 +23,19 @@ void PutLength(std::string* out, uint32_t length);
 
 // InvalidArgument: a request simdjson could not read at `where`.
 Status Malformed(std::string_view where, simdjson::error_code error);
-// Reads an input's JSON "data" (flat or nested) into tensor->data as elements of its datatype:
-// InvalidArgument unless there are exactly `expected` of them.
-Status ReadJsonData(simdjson::ondemand::value data, int64_t expected, Tensor* tensor);
+// Reads an input's JSON "data" (the text of its value, flat or nested) into tensor->data as
+// elements of its datatype: InvalidArgument unless there are exactly `expected` of them.
+Status ReadJsonData(std::string_view text, int64_t expected, Tensor* tensor);
+
+// The common requests' fast path: the text of a JSON array of numbers (nested at most
+// `max_nesting` deep, whitespace anywhere JSON allows) read in one pass into `out`. As floats,
+// each is the correctly rounded double of its text cast to float; as bytes, each must be a plain
+// integer from 0 to 255 ("1.0", "-0" and "1e2" are left to the general path, which refuses
+// them). Returns how many numbers the array held, or -1 if it holds anything else, is not one
+// whole array, has more than `capacity` numbers, or one out of range: the caller's general path
+// then reads it and words the error.
+int64_t ScanNumberArray(std::string_view text, int max_nesting, float* out, int64_t capacity);
+int64_t ScanNumberArray(std::string_view text, int max_nesting, uint8_t* out, int64_t capacity);
 
 // Whether a tensor's data has no JSON form (FP16, BF16, BYTES that are not UTF-8).
 bool NeedsBinary(const Tensor& t);

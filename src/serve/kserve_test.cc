@@ -3,11 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "base/random.h"
+#include "serve/kserve_internal.h"
 #include "testing/status_matchers.h"
 
 namespace reel::serve {
@@ -122,6 +126,147 @@ TEST(KServeCodec, IntegerTypesKeepTheirWidthAndSign) {
   EXPECT_EQ(parsed.inputs[2].data, std::string("\1\0", 2));
 }
 
+// What the general path (simdjson's get_double, then a cast) gives for a number's text: the
+// correctly rounded double, as strtod gives it.
+float Reference(const std::string& text) {
+  return static_cast<float>(std::strtod(text.c_str(), nullptr));
+}
+
+// Numbers in every form a client prints them: shortest float, %.17g of a float widened to double
+// (Python's tolist), fixed decimals, exponents of both signs and cases, integers, more than 19
+// digits, and the edges of Clinger's exact range.
+std::vector<std::string> NumberTexts() {
+  std::vector<std::string> texts = {"0",
+                                    "-0",
+                                    "1",
+                                    "-1",
+                                    "0.5",
+                                    "-0.0",
+                                    "1e5",
+                                    "1E5",
+                                    "1e+5",
+                                    "1e-5",
+                                    "2.5E-3",
+                                    "123456789012345678901234",
+                                    "0.000000000000000000000000000001",
+                                    "9007199254740993",
+                                    "9007199254740992",
+                                    "1e22",
+                                    "1e23",
+                                    "1e-22",
+                                    "1e-23",
+                                    "3.4028235e38",
+                                    "3.5e38",
+                                    "1.4e-45",
+                                    "1e-46",
+                                    "1e-320",
+                                    "0e500",
+                                    "4.9406564584124654e-324"};
+  Rng rng(11);
+  const char* formats[] = {"%.9g", "%.17g", "%.2f", "%.6e", "%g", "%.0f"};
+  char text[64];
+  for (int i = 0; i < 3000; ++i) {
+    const double magnitude = std::pow(10.0, rng.Uniform(-30, 30));
+    const double value = (rng.Uniform(-1, 1)) * magnitude;
+    const double widened = static_cast<double>(static_cast<float>(value));
+    std::snprintf(text, sizeof(text), formats[i % 6], i % 2 ? widened : value);
+    texts.emplace_back(text);
+  }
+  return texts;
+}
+
+TEST(KServeNumberScanner, ReadsEveryNumberAsTheGeneralPathDoes) {
+  const std::vector<std::string> texts = NumberTexts();
+  // Nested two deep, with the whitespace JSON allows around every token.
+  std::string array = "[ [";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (i > 0) {
+      array += i % 100 == 0 ? "],\n\t[" : (i % 7 == 0 ? " ,\r\n " : (i % 5 == 0 ? ", " : ","));
+    }
+    array += texts[i];
+  }
+  array += "] ]  ";
+  std::vector<float> out(texts.size());
+  ASSERT_EQ(internal::ScanNumberArray(array, 8, out.data(), static_cast<int64_t>(out.size())),
+            static_cast<int64_t>(texts.size()));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const float want = Reference(texts[i]);
+    // Bit patterns, so that -0 and 0 differ.
+    uint32_t got_bits = 0, want_bits = 0;
+    std::memcpy(&got_bits, &out[i], 4);
+    std::memcpy(&want_bits, &want, 4);
+    EXPECT_EQ(got_bits, want_bits) << texts[i];
+  }
+}
+
+TEST(KServeNumberScanner, LeavesAnythingButWholeArraysOfNumbersToTheGeneralPath) {
+  float out[4];
+  for (const char* text :
+       {"",         "1",     "[",          "[1",     "[1,",    "[1,]",    "[,1]",
+        "[1 2]",    "[01]",  "[1.]",       "[.5]",   "[+1]",   "[1e]",    "[1e+]",
+        "[-]",      "[--1]", "[0x10]",     "[true]", "[null]", "[\"1\"]", "[1e400]",
+        "[-1e400]", "[NaN]", "[Infinity]", "[[1],2", "[{}]",   "[1;2]"}) {
+    EXPECT_EQ(internal::ScanNumberArray(text, 8, out, 4), -1) << text;
+  }
+  EXPECT_EQ(internal::ScanNumberArray("[1,2,3,4,5]", 8, out, 4), -1) << "more than capacity";
+  EXPECT_EQ(internal::ScanNumberArray("[[[1]]]", 2, out, 4), -1) << "deeper than allowed";
+  EXPECT_EQ(internal::ScanNumberArray("[[[1]]]", 3, out, 4), 1);
+  EXPECT_EQ(internal::ScanNumberArray("[[],[1,2],[]]", 8, out, 4), 2);
+  EXPECT_EQ(internal::ScanNumberArray("[]", 8, out, 4), 0);
+}
+
+TEST(KServeCodec, Fp32DataTheScannerRefusesTakesTheGeneralPath) {
+  // Every element after the first is one the scanner leaves (a number beyond its range, or JSON
+  // it does not read): the request either parses as simdjson reads it or fails naming the element.
+  const std::string ok = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[3],
+      "data":[1.5, 1e-400, 123456789012345678901234567890]}]})";
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(ok, std::nullopt));
+  EXPECT_THAT(FloatsOf(parsed.inputs[0]),
+              ::testing::ElementsAre(1.5f, 0.f, Reference("123456789012345678901234567890")));
+  for (const char* data : {"[1, true]", "[1, 1e400]", "[1, \"2\"]"}) {
+    const std::string body =
+        std::string(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":)") + data +
+        "}]}";
+    const auto bad = ParseInferRequest(body, std::nullopt);
+    ASSERT_STATUS(bad, StatusCode::kInvalidArgument) << data;
+    EXPECT_THAT(bad.status().message(), HasSubstr("element 1 is not a valid FP32")) << data;
+  }
+}
+
+TEST(KServeNumberScanner, ReadsBytesAsPlainIntegersUpTo255) {
+  uint8_t out[8];
+  ASSERT_EQ(internal::ScanNumberArray("[0, 7,255,\n10,[99]]", 8, out, 8), 5);
+  EXPECT_THAT(std::vector<uint8_t>(out, out + 5), ::testing::ElementsAre(0, 7, 255, 10, 99));
+  // Long enough that the numbers are read where the float scanner would use its short reader.
+  std::string many = "[";
+  for (int i = 0; i < 300; ++i) many += std::to_string(i % 256) + (i < 299 ? "," : "]");
+  std::vector<uint8_t> bytes(300);
+  ASSERT_EQ(internal::ScanNumberArray(many, 8, bytes.data(), 300), 300);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(bytes[static_cast<size_t>(i)], i % 256);
+  for (const char* text :
+       {"[256]", "[1.0]", "[-0]", "[-1]", "[01]", "[1e2]", "[1000]", "[0x1]", "[ ]1", "[1,]"}) {
+    EXPECT_EQ(internal::ScanNumberArray(text, 8, out, 8), -1) << text;
+  }
+}
+
+TEST(KServeCodec, DataOfEveryShapeAndKeyOrderReadsTheSame) {
+  // A scalar for a one-element shape, BYTES and UINT8 through both paths, "data" before and
+  // after the fields that size it, and parameters present.
+  const std::string body = R"({"inputs":[
+      {"data":2.5,"datatype":"FP32","shape":[1],"name":"a"},
+      {"name":"b","shape":[2],"datatype":"UINT8","data":[3, 250]},
+      {"parameters":{"x":1},"data":["p","q"],"shape":[2],"name":"c","datatype":"BYTES"},
+      {"datatype":"UINT8","data":[[1],[2]],"parameters":{},"name":"d","shape":[2,1]}]})";
+  ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body, std::nullopt));
+  ASSERT_EQ(parsed.inputs.size(), 4u);
+  EXPECT_THAT(FloatsOf(parsed.inputs[0]), ::testing::ElementsAre(2.5f));
+  EXPECT_EQ(parsed.inputs[1].data, std::string("\x03\xfa", 2));
+  ASSERT_OK_AND_ASSIGN(auto strings, parsed.inputs[2].Strings());
+  EXPECT_THAT(strings, ::testing::ElementsAre("p", "q"));
+  EXPECT_EQ(parsed.inputs[3].name, "d");
+  EXPECT_EQ(parsed.inputs[3].data, std::string("\x01\x02", 2));
+}
+
 struct BadRequest {
   const char* body;
   const char* message;
@@ -150,6 +295,17 @@ INSTANTIATE_TEST_SUITE_P(
                    "needs a \"shape\""},
         BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[-1],"data":[1]}]})",
                    "non-negative integers"},
+        // Problems found before the name is read are still worded with it.
+        BadRequest{R"({"inputs":[{"shape":5,"datatype":"FP32","data":[1],"name":"x"}]})",
+                   "(shape of 'x')"},
+        BadRequest{R"({"inputs":[{"shape":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17],
+                   "datatype":"FP32","data":[1],"name":"x"}]})",
+                   "input 'x': over 16 dims"},
+        BadRequest{R"({"inputs":[{"parameters":{"binary_data_size":-1},"datatype":"FP32",
+                   "shape":[1],"name":"x"}]})",
+                   "input 'x': binary_data_size must be a non-negative integer"},
+        BadRequest{R"({"inputs":[{"name":"x","datatype":"UINT8","shape":[2],"data":[1,1.5]}]})",
+                   "element 1 is not a valid UINT8"},
         BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2]}]})",
                    "shape [1,3] has 3 elements but data has 2"},
         BadRequest{R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1,2]}]})",

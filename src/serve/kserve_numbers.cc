@@ -1,0 +1,351 @@
+// The request parser's fast path for the common request: FP32 "data" as the text of a JSON
+// array of plain numbers. simdjson reads a number per call through its iterator; here the
+// separators of the whole array are found first (16 bytes a step), so every number's start and
+// end are known before it is read and the CPU overlaps the reads of successive numbers, and the
+// usual short number is read without a branch per digit or on its sign.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+
+#include "serve/kserve_internal.h"
+
+namespace reel::serve::internal {
+namespace {
+
+constexpr double kExactPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+constexpr uint64_t kPowersOfTen[] = {1,
+                                     10,
+                                     100,
+                                     1'000,
+                                     10'000,
+                                     100'000,
+                                     1'000'000,
+                                     10'000'000,
+                                     100'000'000,
+                                     1'000'000'000,
+                                     10'000'000'000,
+                                     100'000'000'000,
+                                     1'000'000'000'000,
+                                     10'000'000'000'000,
+                                     100'000'000'000'000,
+                                     1'000'000'000'000'000};
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+const char* SkipSpace(const char* p, const char* end) {
+  while (p < end && IsSpace(*p)) ++p;
+  return p;
+}
+
+// ---- any number, one character at a time ------------------------------------------------------
+
+// Digits from p into *mantissa (wrapping past 19 of them; the caller counts); returns the end.
+const char* ReadDigits(const char* p, const char* end, uint64_t* mantissa) {
+  while (p < end && IsDigit(*p)) *mantissa = *mantissa * 10 + static_cast<uint64_t>(*p++ - '0');
+  return p;
+}
+
+// One JSON number at p, its grammar checked, into *value as the correctly rounded double that
+// simdjson (and strtod) would give; nullptr if it is not a JSON number or not a finite double.
+const char* ReadNumber(const char* p, const char* end, double* value) {
+  const char* start = p;
+  const bool negative = p < end && *p == '-';
+  if (negative) ++p;
+  uint64_t mantissa = 0;
+  const char* digits = p;
+  if (p < end && *p == '0') {
+    ++p;
+  } else {
+    p = ReadDigits(p, end, &mantissa);
+    if (p == digits) return nullptr;
+  }
+  int64_t exponent = 0;
+  int64_t count = p - digits;
+  if (p < end && *p == '.') {
+    const char* fraction = ++p;
+    p = ReadDigits(p, end, &mantissa);
+    if (p == fraction) return nullptr;
+    exponent = -(p - fraction);
+    count += p - fraction;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    const bool minus = p < end && *p == '-';
+    if (p < end && (*p == '-' || *p == '+')) ++p;
+    const char* first = p;
+    uint64_t power = 0;
+    while (p < end && IsDigit(*p)) {
+      if (power < 1'000'000) power = power * 10 + static_cast<uint64_t>(*p - '0');
+      ++p;
+    }
+    if (p == first) return nullptr;
+    exponent += minus ? -static_cast<int64_t>(power) : static_cast<int64_t>(power);
+  }
+  // Clinger's fast path: a mantissa and a power of ten both exact in a double give one correctly
+  // rounded operation. Anything else goes to the full algorithm.
+  if (count <= 19 && mantissa <= (uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
+    double v = static_cast<double>(mantissa);
+    v = exponent < 0 ? v / kExactPowersOfTen[-exponent] : v * kExactPowersOfTen[exponent];
+    *value = negative ? -v : v;
+    return p;
+  }
+  const auto [stop, error] = std::from_chars(start, p, *value);
+  return error == std::errc() && stop == p ? p : nullptr;
+}
+
+// ---- the short number, a word at a time ---------------------------------------------------------
+
+uint64_t Load8(const char* p) {
+  uint64_t word = 0;
+  std::memcpy(&word, p, sizeof(word));
+  return word;
+}
+
+constexpr uint64_t kZeros = 0x3030303030303030;  // '0' in every byte: XOR makes digits 0-9
+// The words below hold the first byte in memory lowest; elsewhere the full reader does it all.
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+// Eight digit values (0-9), the most significant first in memory, as their number: pairs, then
+// the four pairs weighted in two multiplications.
+uint64_t EightDigits(uint64_t v) {
+  v = v * 10 + (v >> 8);
+  constexpr uint64_t kPairs = 0x000000FF000000FF;
+  return (((v & kPairs) * (100 + (uint64_t{1'000'000} << 32))) +
+          (((v >> 16) & kPairs) * (1 + (uint64_t{10'000} << 32)))) >>
+         32;
+}
+
+// Bit i set where byte i of the 16 at p is a digit.
+uint32_t DigitBits(const char* p) {
+#if defined(__SSE2__)
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i value = _mm_sub_epi8(bytes, _mm_set1_epi8('0'));
+  const __m128i digits = _mm_cmpeq_epi8(_mm_min_epu8(value, _mm_set1_epi8(9)), value);
+  return static_cast<uint32_t>(_mm_movemask_epi8(digits));
+#else
+  uint32_t bits = 0;
+  for (int i = 0; i < 16; ++i) bits |= static_cast<uint32_t>(IsDigit(p[i])) << i;
+  return bits;
+#endif
+}
+
+// The n (0-15) last digits of the 16 bytes that end at `end` as their number.
+uint64_t LastDigits(const char* end, int n) {
+  // Masks keeping the top n bytes of the 16: of the word nearer the end, then of the other.
+  static constexpr auto kMasks = [] {
+    struct Masks {
+      uint64_t near[16] = {}, far[16] = {};
+    } m;
+    for (int n = 1; n < 16; ++n) {
+      m.near[n] = n >= 8 ? ~uint64_t{0} : ~uint64_t{0} << (8 * (8 - n));
+      m.far[n] = n > 8 ? ~uint64_t{0} << (8 * (16 - n)) : 0;
+    }
+    return m;
+  }();
+  const uint64_t near = (Load8(end - 8) ^ kZeros) & kMasks.near[n];
+  const uint64_t far = (Load8(end - 16) ^ kZeros) & kMasks.far[n];
+  return EightDigits(far) * 100'000'000 + EightDigits(near);
+}
+
+// The common number, [begin, end) with nothing around it: a '-' or not, whole digits within the
+// first 8 bytes, a fraction or not, at most 15 digits in all, no exponent. The caller makes sure
+// that 16 bytes can be read from begin and the 16 before end. Sets *value (exact: Clinger's case)
+// and returns true; false for anything else (ReadNumber then reads it). No branch depends on the
+// digits or the sign: signs in a tensor are random, and a branch on them mispredicts half the time.
+bool ReadShortNumber(const char* begin, const char* end, double* value) {
+  const int length = static_cast<int>(end - begin);
+  if (length < 1 || length > 16) return false;
+  const int negative = begin[0] == '-' ? 1 : 0;
+  const uint32_t body = ((uint32_t{1} << length) - 1) & ~static_cast<uint32_t>(negative);
+  const uint32_t other = body & ~DigitBits(begin);  // no digit: the dot alone, or nothing
+  const int dot = other != 0 ? __builtin_ctz(other) : length;
+  const int whole = dot - negative;
+  const int fraction = other != 0 ? length - dot - 1 : 0;
+  // One test of them all, with bitwise operators: '||' would branch on each (and a number below
+  // 1 starts with '0', which is random too).
+  const bool extra_dots = (other & (other - 1)) != 0;
+  const bool not_a_dot = (other != 0) & (begin[dot] != '.');
+  const bool no_fraction = (other != 0) & (fraction < 1);
+  const bool leading_zero = (begin[negative] == '0') & (whole > 1);
+  if (extra_dots | not_a_dot | no_fraction | leading_zero | (whole < 1) | (whole > 8 - negative) |
+      (whole + fraction > 15)) {
+    return false;
+  }
+  // The whole digits right-aligned in a word (the sign's byte shifted out first).
+  const uint64_t whole_digits = ((Load8(begin) ^ kZeros) >> (8 * negative)) << (8 * (8 - whole));
+  const uint64_t mantissa =
+      EightDigits(whole_digits) * kPowersOfTen[fraction] + LastDigits(end, fraction);
+  const double magnitude = static_cast<double>(mantissa) / kExactPowersOfTen[fraction];
+  uint64_t bits = 0;
+  std::memcpy(&bits, &magnitude, sizeof(bits));
+  bits |= static_cast<uint64_t>(negative) << 63;
+  std::memcpy(value, &bits, sizeof(bits));
+  return true;
+}
+
+// ---- the array's structure -------------------------------------------------------------------
+
+// Set bits of a 16-bit mask, without the library call __builtin_popcount is on x86-64's base
+// instruction set.
+int BitCount16(uint32_t x) {
+  x -= (x >> 1) & 0x5555;
+  x = (x & 0x3333) + ((x >> 2) & 0x3333);
+  x = (x + (x >> 4)) & 0x0F0F;
+  return static_cast<int>((x + (x >> 8)) & 0x1F);
+}
+
+constexpr size_t kBlock = 8 * 1024;  // text searched for separators a round at a time
+
+// Offsets of every ',', '[' and ']' in text[from, to) (at most kBlock bytes) into `found`, which
+// has room for kBlock + 4; how many, or -1 if a '"' is there (a string could hide separators, and
+// an array of numbers has none).
+int FindSeparators(std::string_view text, size_t from, size_t to, uint32_t* found) {
+  uint32_t* at = found;
+  size_t i = from;
+#if defined(__SSE2__)
+  __m128i quotes = _mm_setzero_si128();
+  for (; i + 16 <= to; i += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+    quotes = _mm_or_si128(quotes, _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"')));
+    const __m128i hits = _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(',')),
+                                      _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('[')),
+                                                   _mm_cmpeq_epi8(bytes, _mm_set1_epi8(']'))));
+    auto bits = static_cast<uint32_t>(_mm_movemask_epi8(hits));
+    // Four written whatever the count (most blocks of 16 bytes hold 1-4 numbers), so the loop
+    // does not branch on how many there are.
+    const int n = BitCount16(bits);
+    for (int k = 0; k < 4; ++k) {
+      at[k] = static_cast<uint32_t>(i) + static_cast<uint32_t>(__builtin_ctz(bits | 0x10000));
+      bits &= bits - 1;
+    }
+    for (int k = 4; k < n; ++k) {
+      at[k] = static_cast<uint32_t>(i) + static_cast<uint32_t>(__builtin_ctz(bits));
+      bits &= bits - 1;
+    }
+    at += n;
+  }
+  if (_mm_movemask_epi8(quotes) != 0) return -1;
+#endif
+  for (; i < to; ++i) {
+    const char c = text[i];
+    if (c == '"') return -1;
+    if (c == ',' || c == '[' || c == ']') *at++ = static_cast<uint32_t>(i);
+  }
+  return static_cast<int>(at - found);
+}
+
+bool OnlySpace(const char* p, const char* end) { return SkipSpace(p, end) == end; }
+
+// A number where a value must be, between two separators: the short reader where it can, else
+// the full one, with any space around it.
+bool ReadElement(const char* gap, const char* gap_end, bool room, float* out) {
+  double value = 0;
+  const char* first = gap + (*gap == ' ' ? 1 : 0);  // ", " as Python's json writes it
+  if (!kLittleEndian || !room || !ReadShortNumber(first, gap_end, &value)) {
+    const char* stop = ReadNumber(SkipSpace(gap, gap_end), gap_end, &value);
+    if (stop == nullptr || !OnlySpace(stop, gap_end)) return false;
+  }
+  *out = static_cast<float>(value);
+  return true;
+}
+
+// A byte: a plain integer from 0 to 255, with any space around it.
+bool ReadElement(const char* gap, const char* gap_end, bool /*room*/, uint8_t* out) {
+  const char* p = SkipSpace(gap, gap_end);
+  const char* digits = p;
+  unsigned value = 0;
+  while (p < gap_end && IsDigit(*p) && p - digits < 4) value = value * 10 + (*p++ - '0');
+  const auto n = p - digits;
+  if (n == 0 || n > 3 || (n > 1 && *digits == '0') || value > 255 || !OnlySpace(p, gap_end)) {
+    return false;
+  }
+  *out = static_cast<uint8_t>(value);
+  return true;
+}
+
+// Reads the array from its separators, given one at a time in order: between two of them is a
+// number where a value must be, else only space (after ']', before '[', in an empty array).
+template <class T>
+class ArrayReader {
+ public:
+  ArrayReader(std::string_view text, int max_nesting, T* out, int64_t capacity)
+      : base_(text.data()),
+        end_(text.data() + text.size()),
+        max_nesting_(max_nesting),
+        out_(out),
+        capacity_(capacity) {}
+
+  bool Next(uint32_t at) {
+    const char* separator = base_ + at;
+    if (previous_ == nullptr) {  // the first: the outermost array opens
+      previous_ = separator;
+      return OnlySpace(base_, separator) && *separator == '[';
+    }
+    const char* gap = previous_ + 1;
+    const char before = *previous_;
+    const char after = *separator;
+    previous_ = separator;
+    if (before == '[' && ++depth_ > max_nesting_) return false;
+    if (before == ']' && --depth_ == 0) return false;  // something after the array's end
+    const bool value_slot = before != ']' && after != '[';
+    if (!value_slot || (before == '[' && after == ']' && OnlySpace(gap, separator))) {
+      return OnlySpace(gap, separator) && !(before == ']' && after == '[');
+    }
+    // The short reader reads 16 bytes from the number's start and the 16 before its end.
+    const bool room = end_ - gap >= 17 && separator - base_ >= 16;
+    return count_ < capacity_ && ReadElement(gap, separator, room, &out_[count_++]);
+  }
+
+  // How many numbers the array held, or -1 if it did not close or text follows it.
+  int64_t Finish() const {
+    const bool closed = previous_ != nullptr && *previous_ == ']' && depth_ == 1;
+    return closed && OnlySpace(previous_ + 1, end_) ? count_ : -1;
+  }
+
+ private:
+  const char* const base_;
+  const char* const end_;
+  const int max_nesting_;
+  T* const out_;
+  const int64_t capacity_;
+  const char* previous_ = nullptr;
+  int depth_ = 0;
+  int64_t count_ = 0;
+};
+
+template <class T>
+int64_t ScanArray(std::string_view text, int max_nesting, T* out, int64_t capacity) {
+  if (text.size() >= (size_t{1} << 32)) return -1;
+  ArrayReader<T> reader(text, max_nesting, out, capacity);
+  uint32_t found[kBlock + 4];
+  for (size_t from = 0; from < text.size(); from += kBlock) {
+    const int n = FindSeparators(text, from, std::min(text.size(), from + kBlock), found);
+    if (n < 0) return -1;
+    for (int i = 0; i < n; ++i) {
+      if (!reader.Next(found[i])) return -1;
+    }
+  }
+  return reader.Finish();
+}
+
+}  // namespace
+
+int64_t ScanNumberArray(std::string_view text, int max_nesting, float* out, int64_t capacity) {
+  return ScanArray(text, max_nesting, out, capacity);
+}
+
+int64_t ScanNumberArray(std::string_view text, int max_nesting, uint8_t* out, int64_t capacity) {
+  return ScanArray(text, max_nesting, out, capacity);
+}
+
+}  // namespace reel::serve::internal
