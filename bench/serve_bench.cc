@@ -20,6 +20,7 @@
 //               [--video FILE] [--concurrency 1,4,16,64] [--video-concurrency 1,4]
 //               [--rate R,...] [--requests N] [--seed S] [--precision fp32|bf16|auto]
 //   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
+//   serve_bench --parse-only N      times N parses of the JSON and binary bodies, and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
 // throughput. --requests: per rate; default rate × seconds (at least 20).
@@ -44,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/allocator.h"
 #include "bench/report.h"
 #include "bench/serve_load.h"
 #include "http/client.h"
@@ -83,6 +85,7 @@ struct Flags {
   std::vector<double> rates;
   size_t requests = 0;
   uint64_t seed = 1;
+  int parse_only = 0;
 };
 
 // Sets `flag` to `value`; false for an unknown flag.
@@ -111,6 +114,8 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
     f->requests = static_cast<size_t>(std::atoll(value.c_str()));
   } else if (flag == "--precision") {
     f->precision = value;
+  } else if (flag == "--parse-only") {
+    f->parse_only = std::atoi(value.c_str());
   } else if (flag == "--seed") {
     f->seed = static_cast<uint64_t>(std::atoll(value.c_str()));
   } else {
@@ -121,6 +126,7 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
 
 void CheckFlags(const Flags& f) {
   if (f.seconds <= 0 || f.threads < 1) Die("--seconds and --threads must be positive");
+  if (f.parse_only < 0) Die("--parse-only: a count of parses");
   for (int c : f.concurrency)
     if (c < 1) Die("--concurrency: positive counts");
   for (int c : f.video_concurrency)
@@ -516,11 +522,19 @@ void Compare(const Flags& f, std::shared_ptr<serve::Model> model, double raw1_pe
 }  // namespace
 
 int main(int argc, char** argv) {
+  reel::RetainFreedHeapMemory();  // the heap settings of `reel serve`, whose service this times
   const std::string json_path = bench::TakeJsonFlag(&argc, argv);
   const Flags f = ParseFlags(argc, argv);
   if (!f.write_model.empty()) {
     std::filesystem::create_directories(f.write_model);
     std::printf("%s\n", WriteModel(f.write_model).c_str());
+    return 0;
+  }
+  if (f.parse_only > 0) {
+    const serve::Body json = ClipBody(false), binary = ClipBody(true);
+    std::printf("parse of one request, mean of %d: JSON (%.2f MB) %.3f ms, binary %.3f ms\n",
+                f.parse_only, json.bytes.size() / 1e6, ParseMs(json, f.parse_only),
+                ParseMs(binary, f.parse_only));
     return 0;
   }
   serve::SetComputeThreads(f.threads);
