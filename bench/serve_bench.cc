@@ -50,6 +50,7 @@
 #include "bench/serve_load.h"
 #include "http/client.h"
 #include "http/server.h"
+#include "models/cpu_allocator.h"
 #include "models/model_spec.h"
 #include "models/model_zoo.h"
 #include "models/safetensors.h"
@@ -537,6 +538,7 @@ int main(int argc, char** argv) {
                 ParseMs(binary, f.parse_only));
     return 0;
   }
+  models::UseCachingCpuAllocator();  // as reel serve does
   serve::SetComputeThreads(f.threads);
   bench::Report report("serve_bench", f.threads);
   the_report = &report;

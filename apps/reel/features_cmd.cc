@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apps/reel/commands.h"
+#include "models/cpu_allocator.h"
 #include "serve/features.h"
 #include "serve/model.h"
 
@@ -33,6 +34,7 @@ struct FeaturesFlags {
 int RunFeaturesCommand(const FeaturesFlags& f) {
   if (Status s = f.options.Validate(); !s.ok()) return Fail(kFeaturesCommand, s);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  models::UseCachingCpuAllocator();
   serve::SetComputeThreads(f.threads > 0 ? f.threads : cores);
   serve::LoadOptions load;
   load.registry = f.registry;

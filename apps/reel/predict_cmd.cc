@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "apps/reel/commands.h"
+#include "models/cpu_allocator.h"
 #include "serve/model.h"
 #include "serve/predict.h"
 
@@ -36,6 +37,7 @@ struct PredictFlags {
 int RunPredictCommand(const PredictFlags& f) {
   if (Status s = f.options.Validate(); !s.ok()) return Fail(kPredictCommand, s);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  models::UseCachingCpuAllocator();
   serve::SetComputeThreads(f.threads > 0 ? f.threads : std::max(1, cores / f.options.instances));
   serve::LoadOptions load;
   load.registry = f.registry;

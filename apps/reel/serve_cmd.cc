@@ -54,6 +54,7 @@
 #include "base/strings.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "models/cpu_allocator.h"
 #include "registry/model_uri.h"
 #include "registry/views.h"
 #include "serve/follower.h"
@@ -192,6 +193,7 @@ int RunStageServer(StageFlags f) {
   Result<serve::Precision> precision = serve::ParsePrecision(f.precision);
   if (!precision.ok()) return Fail(kStage, precision.status());
   f.options.load.precision = *precision;
+  models::UseCachingCpuAllocator();
   if (f.threads > 0) serve::SetComputeThreads(f.threads);
   Result<std::unique_ptr<serve::StageServer>> server = serve::StageServer::Start(f.options);
   if (!server.ok()) return Fail(kStage, server.status());
@@ -244,6 +246,7 @@ int RunModelServer(ServeFlags f) {
   for (const ModelSpec& spec : f.specs) {
     if (Status s = spec.batching.Validate(); !s.ok()) return Fail(kServe, s);
   }
+  models::UseCachingCpuAllocator();
   serve::SetComputeThreads(ComputeThreads(f));
   serve::ServiceOptions options;
   options.max_request_bytes = static_cast<uint64_t>(f.max_request_mb * (1 << 20));
