@@ -221,11 +221,11 @@ Status ReadJsonData(std::string_view text, int64_t expected, Tensor* tensor) {
   copy.data()[0] = '[';
   std::memcpy(copy.data() + 1, text.data(), text.size());
   copy.data()[text.size() + 1] = ']';
-  thread_local od::parser parser;
+  const internal::ParserPool::Lease parser = internal::Parsers().Take();
   od::document doc;
   od::array wrapper;
   od::value value;
-  if (auto e = parser.iterate(copy).get(doc)) return Malformed("data", e);
+  if (auto e = (*parser).iterate(copy).get(doc)) return Malformed("data", e);
   if (auto e = doc.get_array().get(wrapper)) return Malformed("data", e);
   if (auto e = wrapper.at(0).get(value)) return Malformed("data", e);
   return ReadGeneral(value, expected, tensor);

@@ -4,15 +4,36 @@
 // try block).
 #include <simdjson.h>
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "serve/kserve.h"
 #include "serve/kserve_internal.h"
 
 namespace reel::serve {
 namespace internal {
+
+ParserPool::Lease ParserPool::Take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_.empty()) return Lease(this, std::make_unique<simdjson::ondemand::parser>());
+  std::unique_ptr<simdjson::ondemand::parser> parser = std::move(idle_.back());
+  idle_.pop_back();
+  return Lease(this, std::move(parser));
+}
+
+void ParserPool::GiveBack(std::unique_ptr<simdjson::ondemand::parser> parser) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_.size() < HardwareThreads()) idle_.push_back(std::move(parser));
+}
+
+ParserPool& Parsers() {
+  static auto* pool = new ParserPool();  // never destroyed: handlers may outlive statics
+  return *pool;
+}
 
 Status Malformed(std::string_view where, simdjson::error_code error) {
   return InvalidArgumentError("malformed inference request (" + std::string(where) +
@@ -364,11 +385,10 @@ Result<InferRequest> ParseInferRequest(std::string_view body, std::optional<size
     return InvalidArgumentError("Inference-Header-Content-Length " + std::to_string(length) +
                                 " is past the body's " + std::to_string(body.size()) + " bytes");
   }
-  // One parser per thread: it keeps its buffers between requests.
-  thread_local od::parser parser;
+  const internal::ParserPool::Lease parser = internal::Parsers().Take();
   const simdjson::padded_string json(body.data(), length);
   od::document doc;
-  if (auto e = parser.iterate(json).get(doc)) return Malformed("JSON", e);
+  if (auto e = (*parser).iterate(json).get(doc)) return Malformed("JSON", e);
   InferRequest request;
   REEL_ASSIGN_OR_RETURN(std::vector<PendingInput> pending,
                         ParseTopLevel(doc, limits, length, &request));

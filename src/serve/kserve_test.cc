@@ -267,6 +267,19 @@ TEST(KServeCodec, DataOfEveryShapeAndKeyOrderReadsTheSame) {
   EXPECT_EQ(parsed.inputs[3].data, std::string("\x01\x02", 2));
 }
 
+TEST(KServeParserPool, LendsEachParserOnceAndReusesReturnedOnes) {
+  internal::ParserPool pool;
+  const simdjson::ondemand::parser* first = nullptr;
+  {
+    const internal::ParserPool::Lease a = pool.Take();
+    const internal::ParserPool::Lease b = pool.Take();
+    first = &*a;
+    EXPECT_NE(&*b, first) << "two parses at once share a parser";
+  }
+  const internal::ParserPool::Lease again = pool.Take();
+  EXPECT_EQ(&*again, first) << "a returned parser (and its buffers) was not reused";
+}
+
 struct BadRequest {
   const char* body;
   const char* message;
