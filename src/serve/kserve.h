@@ -8,8 +8,9 @@
 // row major, without padding; a BYTES element is a 4-byte little-endian length and its bytes.
 // JSON "data" may be flat or nested as the shape; its element count must equal the shape's.
 //
-// Requests are parsed with simdjson (a 1.9 MB FP32 request in about a millisecond); responses,
-// which are small (scores), with nlohmann.
+// Requests are parsed with simdjson, FP32 and UINT8 arrays of plain numbers by a scanner of
+// Reel's own (a 1.6 MB FP32 request in about 4.5 ms of a core on the development VM);
+// responses, which are small (scores), with nlohmann.
 //
 // Errors: InvalidArgument naming the problem and the tensor ("input 'clip': shape [1,3,8,112,112]
 // has 301056 elements but data has 301055"). Never crashes on any input (fuzzed in the tests).

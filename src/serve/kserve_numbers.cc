@@ -1,5 +1,5 @@
-// The request parser's fast path for the common request: FP32 "data" as the text of a JSON
-// array of plain numbers. simdjson reads a number per call through its iterator; here the
+// The request parser's fast path for the common request: FP32 (or UINT8) "data" as the text of
+// a JSON array of plain numbers. simdjson reads a number per call through its iterator; here the
 // separators of the whole array are found first (16 bytes a step), so every number's start and
 // end are known before it is read and the CPU overlaps the reads of successive numbers, and the
 // usual short number is read without a branch per digit or on its sign.
