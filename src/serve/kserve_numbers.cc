@@ -19,9 +19,8 @@
 namespace reel::serve::internal {
 namespace {
 
-constexpr double kExactPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+constexpr double kExactPowersOfTen[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 constexpr uint64_t kPowersOfTen[] = {1,
                                      10,
                                      100,
@@ -49,55 +48,31 @@ const char* SkipSpace(const char* p, const char* end) {
 
 // ---- any number, one character at a time ------------------------------------------------------
 
-// Digits from p into *mantissa (wrapping past 19 of them; the caller counts); returns the end.
-const char* ReadDigits(const char* p, const char* end, uint64_t* mantissa) {
-  while (p < end && IsDigit(*p)) *mantissa = *mantissa * 10 + static_cast<uint64_t>(*p++ - '0');
+const char* SkipDigits(const char* p, const char* end) {
+  while (p < end && IsDigit(*p)) ++p;
   return p;
 }
 
-// One JSON number at p, its grammar checked, into *value as the correctly rounded double that
-// simdjson (and strtod) would give; nullptr if it is not a JSON number or not a finite double.
+// One JSON number at p, its grammar checked here (from_chars alone would take "01", "1." or
+// "inf"), into *value as the correctly rounded double that simdjson (and strtod) would give;
+// nullptr if it is not a JSON number or not a finite, normal-range double.
 const char* ReadNumber(const char* p, const char* end, double* value) {
   const char* start = p;
-  const bool negative = p < end && *p == '-';
-  if (negative) ++p;
-  uint64_t mantissa = 0;
+  if (p < end && *p == '-') ++p;
   const char* digits = p;
-  if (p < end && *p == '0') {
-    ++p;
-  } else {
-    p = ReadDigits(p, end, &mantissa);
-    if (p == digits) return nullptr;
-  }
-  int64_t exponent = 0;
-  int64_t count = p - digits;
+  p = (p < end && *p == '0') ? p + 1 : SkipDigits(p, end);
+  if (p == digits) return nullptr;
   if (p < end && *p == '.') {
     const char* fraction = ++p;
-    p = ReadDigits(p, end, &mantissa);
+    p = SkipDigits(p, end);
     if (p == fraction) return nullptr;
-    exponent = -(p - fraction);
-    count += p - fraction;
   }
   if (p < end && (*p == 'e' || *p == 'E')) {
     ++p;
-    const bool minus = p < end && *p == '-';
     if (p < end && (*p == '-' || *p == '+')) ++p;
-    const char* first = p;
-    uint64_t power = 0;
-    while (p < end && IsDigit(*p)) {
-      if (power < 1'000'000) power = power * 10 + static_cast<uint64_t>(*p - '0');
-      ++p;
-    }
-    if (p == first) return nullptr;
-    exponent += minus ? -static_cast<int64_t>(power) : static_cast<int64_t>(power);
-  }
-  // Clinger's fast path: a mantissa and a power of ten both exact in a double give one correctly
-  // rounded operation. Anything else goes to the full algorithm.
-  if (count <= 19 && mantissa <= (uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
-    double v = static_cast<double>(mantissa);
-    v = exponent < 0 ? v / kExactPowersOfTen[-exponent] : v * kExactPowersOfTen[exponent];
-    *value = negative ? -v : v;
-    return p;
+    const char* exponent = p;
+    p = SkipDigits(p, end);
+    if (p == exponent) return nullptr;
   }
   const auto [stop, error] = std::from_chars(start, p, *value);
   return error == std::errc() && stop == p ? p : nullptr;
@@ -298,9 +273,9 @@ class ArrayReader {
     if (before == '[' && ++depth_ > max_nesting_) return false;
     if (before == ']' && --depth_ == 0) return false;  // something after the array's end
     const bool value_slot = before != ']' && after != '[';
-    if (!value_slot || (before == '[' && after == ']' && OnlySpace(gap, separator))) {
-      return OnlySpace(gap, separator) && !(before == ']' && after == '[');
-    }
+    const bool empty_array = before == '[' && after == ']' && OnlySpace(gap, separator);
+    if (!value_slot) return OnlySpace(gap, separator) && !(before == ']' && after == '[');
+    if (empty_array) return true;
     // The short reader reads 16 bytes from the number's start and the 16 before its end.
     const bool room = end_ - gap >= 17 && separator - base_ >= 16;
     return count_ < capacity_ && ReadElement(gap, separator, room, &out_[count_++]);

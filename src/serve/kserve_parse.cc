@@ -53,35 +53,27 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;
 // the last field it found, so every field looked up after a large "data" stepped over all of it
 // again: a fifth of a 1.6 MB request's parse.) What is wrong is kept and worded once the input's
 // name is known.
+enum class ShapeRead { kMissing, kRead, kNotAList, kBadDims, kTooManyDims };
+
 struct InputFields {
   std::optional<std::string_view> name, datatype, data;  // data: its JSON text
-  bool has_shape = false;
+  ShapeRead shape_read = ShapeRead::kMissing;
+  simdjson::error_code shape_error = simdjson::SUCCESS;  // why it is not a list
   std::vector<int64_t> shape;
-  simdjson::error_code shape_error = simdjson::SUCCESS;  // the shape is not a list
-  bool bad_dims = false, too_many_dims = false;
   std::optional<int64_t> binary_size;
   bool bad_binary_size = false;
 };
 
-void ReadShape(od::value value, InputFields* f) {
-  f->has_shape = true;
+ShapeRead ReadShape(od::value value, InputFields* f) {
   od::array array;
-  if (auto e = value.get_array().get(array)) {
-    f->shape_error = e;
-    return;
-  }
+  if ((f->shape_error = value.get_array().get(array))) return ShapeRead::kNotAList;
   for (auto element : array) {
     int64_t dim = 0;
-    if (element.get_int64().get(dim) || dim < 0 || dim > kMaxDim) {
-      f->bad_dims = true;
-      return;
-    }
-    if (f->shape.size() == 16) {
-      f->too_many_dims = true;
-      return;
-    }
+    if (element.get_int64().get(dim) || dim < 0 || dim > kMaxDim) return ShapeRead::kBadDims;
+    if (f->shape.size() == 16) return ShapeRead::kTooManyDims;
     f->shape.push_back(dim);
   }
+  return ShapeRead::kRead;
 }
 
 void ReadInputParameters(od::value value, InputFields* f) {
@@ -126,7 +118,7 @@ Status ReadInputFields(od::object object, InputFields* f) {
     if (key == "name" || key == "datatype") {
       if (!value.get_string().get(text)) (key == "name" ? f->name : f->datatype) = text;
     } else if (key == "shape") {
-      ReadShape(value, f);
+      f->shape_read = ReadShape(value, f);
     } else if (key == "parameters") {
       ReadInputParameters(value, f);
     } else if (key == "data") {
@@ -138,13 +130,19 @@ Status ReadInputFields(od::object object, InputFields* f) {
 }
 
 Status ShapeProblem(const InputFields& f, const std::string& name) {
-  if (!f.has_shape) return InvalidArgumentError("input " + Quoted(name) + ": needs a \"shape\"");
-  if (f.shape_error) return Malformed("shape of " + Quoted(name), f.shape_error);
-  if (f.bad_dims) {
-    return InvalidArgumentError("input " + Quoted(name) +
-                                ": shape must be a list of non-negative integers");
+  switch (f.shape_read) {
+    case ShapeRead::kRead:
+      return Status::Ok();
+    case ShapeRead::kMissing:
+      return InvalidArgumentError("input " + Quoted(name) + ": needs a \"shape\"");
+    case ShapeRead::kNotAList:
+      return Malformed("shape of " + Quoted(name), f.shape_error);
+    case ShapeRead::kBadDims:
+      return InvalidArgumentError("input " + Quoted(name) +
+                                  ": shape must be a list of non-negative integers");
+    case ShapeRead::kTooManyDims:
+      return InvalidArgumentError("input " + Quoted(name) + ": over 16 dims");
   }
-  if (f.too_many_dims) return InvalidArgumentError("input " + Quoted(name) + ": over 16 dims");
   return Status::Ok();
 }
 
