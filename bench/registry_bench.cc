@@ -175,8 +175,9 @@ void PrintRunDetail(const Scenarios& s) {
     std::printf(" %.1f%%(%d)", 100.0 * r.reel_added / r.file_bytes, r.depth);
   }
   std::printf(
-      "\n  a depth-0 checkpoint is stored whole: the chain reached max_chain deltas, so that "
-      "every pull decodes a bounded chain\n");
+      "\n  where the depth falls back to 1 the chain reached max_chain deltas: that checkpoint "
+      "starts a new chain, a delta against the old chain's whole chunk, so every pull decodes "
+      "a bounded chain\n");
   std::printf("each version's weight manifest (in the registry's database, counted above): %s\n",
               FormatBytes(s.base.manifest_bytes).c_str());
   std::printf("tensors changed: head-only %d of %d (fc.weight, fc.bias), full fine-tune %d of %d\n",

@@ -153,12 +153,14 @@ Result<Speed> InMemoryPush(const std::vector<const SafetensorsFile*>& versions, 
 }
 
 // The base and the run's checkpoints up to the deepest delta chain (the one before a checkpoint
-// stored whole), read back from their files: the longest chains a push decodes its bases from.
+// that starts a new chain), read back from their files: the longest chains a push decodes its bases
+// from.
 Result<std::vector<SafetensorsFile>> DeepestRun(const Scenarios& s) {
   std::vector<SafetensorsFile> out;
   out.push_back(s.base_weights);
   for (const VersionRow& r : s.run) {
-    if (r.depth == 0) break;  // its base's chain was full: stored whole, no base read
+    // Its base's chain was full: it started a new one (on the chain's whole chunk).
+    if (r.depth != static_cast<int>(out.size())) break;
     REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(r.path));
     REEL_ASSIGN_OR_RETURN(SafetensorsFile f, reel::models::ReadSafetensors(bytes, r.path));
     out.push_back(std::move(f));

@@ -4,8 +4,9 @@
 // under its content address, `chunks/<SHA-256 of its raw bytes>`, so a chunk that did not change
 // is stored once wherever it sits. A new chunk is stored as a delta (chunk_codec.h) against the
 // parent version's chunk at the same place of the same tensor (same name, dtype and shape),
-// unless that base is already `max_chain` deltas deep: then it is stored whole, so any pull
-// decodes at most max_chain + 1 chunks for one. Every pulled chunk is checked against its
+// unless that base is already `max_chain` deltas deep: then it starts a new chain, as a delta
+// against the whole chunk the base's chain starts from (or whole, where that is smaller), so any
+// pull decodes at most max_chain + 1 chunks for one. Every pulled chunk is checked against its
 // address. A push hashes, encodes and stores chunks on `threads` threads, taking the delta bases
 // it stored last from a cache (chunk_cache.h) instead of decoding them again; a pull reads and
 // decodes chunks on `threads` threads, each straight into its place in the tensor.
@@ -38,6 +39,7 @@
 namespace reel::registry {
 
 struct ChunkHeader;  // chunk_codec.h
+struct ChunkEncodeOptions;
 
 struct ChunkRef {
   std::string sha256;  // address: SHA-256 of the raw bytes, 64 hex digits
@@ -71,7 +73,7 @@ Result<WeightManifest> ManifestFromJsonValue(const nlohmann::json& doc, std::str
 
 struct WeightStoreOptions {
   uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
-  int max_chain = 8;               // deltas in a row before a chunk is stored whole again
+  int max_chain = 8;               // deltas in a row before a chain starts again (0: none)
   int zstd_level = 1;
   bool compress = true;  // false: chunks stored as they are (no zstd, no deltas)
   int threads = 0;       // threads a push or a pull works on (0: one per core)
@@ -157,6 +159,9 @@ class WeightStore {
                                           const WeightManifest* parent,
                                           WeightManifest* described) const;
   Status PushChunk(PushPiece& piece) const;
+  Result<std::string> DeltaOnParent(PushPiece& piece, const ChunkEncodeOptions& encode) const;
+  Result<std::string> DeltaOnRoot(PushPiece& piece, const ChunkEncodeOptions& encode) const;
+  Result<std::string> ChainRoot(const std::string& sha256, const std::string& what) const;
   struct BaseBytes {
     ChunkBytes raw;
     ChunkBytes before;  // the base's base, when at hand

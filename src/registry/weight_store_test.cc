@@ -87,17 +87,31 @@ TEST_F(WeightStoreTest, AFullFineTuneIsStoredAsSmallDeltas) {
   ExpectSameFile(back, tuned);
 }
 
-TEST_F(WeightStoreTest, DeltaChainsAreBounded) {
+// At max_chain deltas a chunk starts a new chain: a delta against the old chain's whole chunk at
+// depth 1 (far smaller than a whole copy for a run's checkpoints), so no pull decodes more.
+TEST_F(WeightStoreTest, DeltaChainsAreBoundedAndStartAgainFromTheirWholeChunk) {
   WeightStoreOptions o = Options();
   o.max_chain = 2;
   WeightStore store(mem_, "", o);
   SafetensorsFile model = Model(1);
   std::vector<WeightManifest> versions;
   std::vector<SafetensorsFile> files;
+  const int expected_depth[] = {0, 1, 2, 1, 2, 1, 2};
   for (int v = 0; v < 7; ++v) {
     if (v > 0) model.tensors["conv.weight"] = Moved(model.tensors["conv.weight"], 1e-3, 100 + v);
-    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
-    EXPECT_EQ(m.tensors.at("conv.weight").chunks[0].depth, v % 3) << "version " << v;
+    PushStats stats;
+    ASSERT_OK_AND_ASSIGN(WeightManifest m,
+                         store.Push(model, v > 0 ? &versions.back() : nullptr, &stats));
+    const ChunkRef& chunk = m.tensors.at("conv.weight").chunks[0];
+    EXPECT_EQ(chunk.depth, expected_depth[v]) << "version " << v;
+    if (v > 0) {
+      EXPECT_GT(stats.chunks_written, 0) << "version " << v;
+      EXPECT_EQ(stats.deltas_written, stats.chunks_written) << "version " << v;
+    }
+    if (v == 3 || v == 5) {  // a new chain, on version 0's whole chunk
+      ASSERT_OK_AND_ASSIGN(std::string base, store.StoredBase(chunk.sha256));
+      EXPECT_EQ(base, versions[0].tensors.at("conv.weight").chunks[0].sha256) << "version " << v;
+    }
     versions.push_back(m);
     files.push_back(model);
   }
@@ -105,6 +119,26 @@ TEST_F(WeightStoreTest, DeltaChainsAreBounded) {
     ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(versions[v]));
     ExpectSameFile(back, files[v]);
   }
+}
+
+// A chunk that has nothing in common with its chain's whole chunk is stored whole at the bound.
+TEST_F(WeightStoreTest, AChunkUnlikeItsChainsWholeChunkIsStoredWholeAtTheBound) {
+  WeightStoreOptions o = Options();
+  o.max_chain = 1;
+  WeightStore store(mem_, "", o);
+  SafetensorsFile model;
+  model.tensors["w"] = Floats({4096}, 7);
+  ASSERT_OK_AND_ASSIGN(WeightManifest v0, store.Push(model, nullptr));
+  model.tensors["w"] = Moved(model.tensors["w"], 1e-3, 8);
+  ASSERT_OK_AND_ASSIGN(WeightManifest v1, store.Push(model, &v0));
+  EXPECT_EQ(v1.tensors.at("w").chunks[0].depth, 1);
+  model.tensors["w"] = Floats({4096}, 9);  // rewritten: random again
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest v2, store.Push(model, &v1, &stats));
+  EXPECT_EQ(v2.tensors.at("w").chunks[0].depth, 0);
+  EXPECT_EQ(stats.deltas_written, 0);
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(v2));
+  ExpectSameFile(back, model);
 }
 
 TEST_F(WeightStoreTest, DamagedOrMissingChunksAreDataLossNamingTheTensor) {
