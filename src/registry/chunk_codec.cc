@@ -5,10 +5,13 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "base/hash.h"
 #include "base/zstd.h"
@@ -18,6 +21,8 @@ namespace {
 
 constexpr std::string_view kMagic = "RKC1";
 constexpr std::string_view kMagicDifference = "RKC2";  // the difference and linear forms
+constexpr std::string_view kMagicGrouped = "RKC3";     // either, grouped (ChunkGrouping)
+constexpr uint8_t kFormBits = 0x3f;                    // the form byte's form; above, its grouping
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kBaseHashBytes = 32;
 
@@ -254,6 +259,165 @@ PlaneFn PlanesFor(int w, ChunkForm form) {
   return PlanesForOp<kToPlanes, Op::kNone>(w);
 }
 
+// ---- grouping (four-byte elements) -----------------------------------------------------------
+
+constexpr int kGroupClasses = 8 * 16;
+
+// Each element's class from its base (and the base's base): the base's exponent in 8 bands (from
+// 2^-11, where weights start to matter, to 2^-4), and for kByStep 8 x the band of the base's own
+// step: the exponent of float(base - before), the bit patterns' difference read as an int32, in
+// 16 bands of two binades. Both say how large the element's residual will be. (The float
+// conversion stands in for a bit length: SSE2 has it, and IEEE rounding to nearest, every
+// platform's default, makes it the same everywhere; were it not, the pull's check of every chunk
+// against its address would say so.)
+int ExponentBand(uint32_t base) {
+  return std::clamp(static_cast<int>(base >> 23 & 0xff) - 116, 0, 7);
+}
+int StepBand(uint32_t base, uint32_t before) {
+  const auto step = static_cast<float>(static_cast<int32_t>(base - before));
+  uint32_t bits;
+  std::memcpy(&bits, &step, sizeof bits);
+  return std::clamp((static_cast<int>(bits >> 23 & 0xff) - 125) >> 1, 0, 15);
+}
+
+void GroupClassesScalar(const uint8_t* base, const uint8_t* before, size_t begin, size_t n,
+                        uint8_t* classes) {
+  for (size_t i = begin; i < n; ++i) {
+    const auto b = Load<uint32_t>(base, i);
+    const int step = before != nullptr ? StepBand(b, Load<uint32_t>(before, i)) : 0;
+    classes[i] = static_cast<uint8_t>(8 * step + ExponentBand(b));
+  }
+}
+
+#if defined(__SSE2__)
+// Bits 23-30 of four words: a float's exponent field.
+__m128i ExponentField(__m128i words) {
+  return _mm_and_si128(_mm_srli_epi32(words, 23), _mm_set1_epi32(0xff));
+}
+
+// GroupClassesScalar eight elements a step: the fields in 16-bit lanes, clamped there (SSE2 has
+// min and max for those), packed to bytes.
+void GroupClasses(const uint8_t* base, const uint8_t* before, size_t n, uint8_t* classes) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i b0 = Load128(base + 4 * i), b1 = Load128(base + 4 * i + 16);
+    const __m128i exponent = _mm_packs_epi32(ExponentField(b0), ExponentField(b1));
+    __m128i group = _mm_min_epi16(
+        _mm_max_epi16(_mm_sub_epi16(exponent, _mm_set1_epi16(116)), _mm_setzero_si128()),
+        _mm_set1_epi16(7));
+    if (before != nullptr) {
+      const auto step_field = [&](__m128i b, size_t at) {
+        return ExponentField(
+            _mm_castps_si128(_mm_cvtepi32_ps(_mm_sub_epi32(b, Load128(before + at)))));
+      };
+      const __m128i field = _mm_packs_epi32(step_field(b0, 4 * i), step_field(b1, 4 * i + 16));
+      const __m128i band =
+          _mm_min_epi16(_mm_max_epi16(_mm_srai_epi16(_mm_sub_epi16(field, _mm_set1_epi16(125)), 1),
+                                      _mm_setzero_si128()),
+                        _mm_set1_epi16(15));
+      group = _mm_add_epi16(group, _mm_slli_epi16(band, 3));
+    }
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(classes + i), _mm_packus_epi16(group, group));
+  }
+  GroupClassesScalar(base, before, i, n, classes);
+}
+#else
+void GroupClasses(const uint8_t* base, const uint8_t* before, size_t n, uint8_t* classes) {
+  GroupClassesScalar(base, before, 0, n, classes);
+}
+#endif
+
+// Where each class's elements start in the grouped order: classes in turn, elements in order.
+std::array<uint32_t, kGroupClasses> GroupStarts(const uint8_t* classes, size_t n) {
+  std::array<uint32_t, kGroupClasses> count{};
+  for (size_t i = 0; i < n; ++i) ++count[classes[i]];
+  uint32_t at = 0;
+  for (uint32_t& c : count) at += std::exchange(c, at);
+  return count;
+}
+
+// Scratch reused by each thread: a fresh buffer per 4 MiB chunk costs more in page faults than the
+// work it holds.
+struct GroupScratch {
+  std::vector<uint8_t> classes;
+  std::vector<uint32_t> grouped, residuals;
+};
+GroupScratch& Scratch(size_t n) {
+  thread_local GroupScratch s;
+  s.classes.resize(n);
+  s.grouped.resize(n);
+  s.residuals.resize(n);
+  return s;
+}
+
+// Each element's residual against its prediction, in element order: four at a time where SSE2 is.
+template <Op kOp>
+void Residuals(const uint8_t* raw, const uint8_t* base, const uint8_t* before, size_t n,
+               uint32_t* out) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     LoadElements<kOp>(raw, base, before, 4 * i));
+  }
+#endif
+  for (; i < n; ++i) {
+    out[i] =
+        Forward<uint32_t, kOp>(Load<uint32_t>(raw, i), Predict<uint32_t, kOp>(base, before, i));
+  }
+}
+
+// The elements from their residuals in element order: the inverse of Residuals.
+template <Op kOp>
+void FromResiduals(const uint32_t* residuals, const uint8_t* base, const uint8_t* before, size_t n,
+                   uint8_t* out) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) {
+    const __m128i stored = _mm_loadu_si128(reinterpret_cast<const __m128i*>(residuals + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
+                     Inverse4<kOp>(stored, Predict4<kOp>(base, before, 4 * i)));
+  }
+#endif
+  for (; i < n; ++i) {
+    const uint32_t v =
+        Inverse<uint32_t, kOp>(residuals[i], Predict<uint32_t, kOp>(base, before, i));
+    std::memcpy(out + 4 * i, &v, 4);
+  }
+}
+
+// The residuals of `raw` against its prediction, grouped, then into planes at `out`. The grouping
+// moves words only: the residuals are computed before it, the planes after, both vectorised.
+template <Op kOp>
+void GroupedToPlanes(const uint8_t* raw, const uint8_t* base, const uint8_t* before,
+                     ChunkGrouping grouping, size_t n, uint8_t* out) {
+  GroupScratch& s = Scratch(n);
+  GroupClasses(base, grouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
+  Residuals<kOp>(raw, base, before, n, s.residuals.data());
+  const uint8_t* __restrict classes = s.classes.data();
+  const uint32_t* __restrict residuals = s.residuals.data();
+  uint32_t* __restrict grouped = s.grouped.data();
+  std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
+  for (size_t i = 0; i < n; ++i) grouped[next[classes[i]]++] = residuals[i];
+  Planes<4, true, Op::kNone>(reinterpret_cast<const uint8_t*>(grouped), nullptr, nullptr, n, out);
+}
+
+// The inverse: planes to grouped residuals, back to element order, then to the elements.
+template <Op kOp>
+void GroupedFromPlanes(const uint8_t* planes, const uint8_t* base, const uint8_t* before,
+                       ChunkGrouping grouping, size_t n, uint8_t* out) {
+  GroupScratch& s = Scratch(n);
+  Planes<4, false, Op::kNone>(planes, nullptr, nullptr, n,
+                              reinterpret_cast<uint8_t*>(s.grouped.data()));
+  GroupClasses(base, grouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
+  const uint8_t* __restrict classes = s.classes.data();
+  const uint32_t* __restrict grouped = s.grouped.data();
+  uint32_t* __restrict residuals = s.residuals.data();
+  std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
+  for (size_t i = 0; i < n; ++i) residuals[i] = grouped[next[classes[i]]++];
+  FromResiduals<kOp>(residuals, base, before, n, out);
+}
+
 // Bits the residuals of every 1024th element need under each prediction: a cheap stand-in for
 // which form zstd will store smaller (a sample of every element would cost a pass over the
 // chunk).
@@ -342,21 +506,43 @@ Result<ChunkForm> DeltaForm(std::string_view raw, int width, const DeltaBase& ba
              : ChunkForm::kDifference;
 }
 
-// The planes a chunk of `form` compresses.
-void ToPlanes(ChunkForm form, std::string_view raw, int width, const DeltaBase* base,
-              std::string* planes) {
-  PlanesFor<true>(width, form)(Bytes(raw), base != nullptr ? Bytes(base->raw) : nullptr,
-                               base != nullptr ? Bytes(base->before) : nullptr, raw.size() / width,
-                               reinterpret_cast<uint8_t*>(planes->data()));
+// How a delta of `width`-byte elements groups its residuals: kAuto groups four-byte ones.
+ChunkGrouping DeltaGrouping(int width, const DeltaBase& base, DeltaCoding coding) {
+  if (coding != DeltaCoding::kAuto || width != 4) return ChunkGrouping::kNone;
+  return base.before.empty() ? ChunkGrouping::kByExponent : ChunkGrouping::kByStep;
+}
+
+// The planes a chunk of `form` and `grouping` compresses.
+void ToPlanes(ChunkForm form, ChunkGrouping grouping, std::string_view raw, int width,
+              const DeltaBase* base, std::string* planes) {
+  const uint8_t* b = base != nullptr ? Bytes(base->raw) : nullptr;
+  const uint8_t* before = base != nullptr ? Bytes(base->before) : nullptr;
+  auto* out = reinterpret_cast<uint8_t*>(planes->data());
+  const size_t n = raw.size() / width;
+  if (grouping == ChunkGrouping::kNone) {
+    PlanesFor<true>(width, form)(Bytes(raw), b, before, n, out);
+  } else if (form == ChunkForm::kLinear) {
+    GroupedToPlanes<Op::kLinear>(Bytes(raw), b, before, grouping, n, out);
+  } else {
+    GroupedToPlanes<Op::kDifference>(Bytes(raw), b, before, grouping, n, out);
+  }
 }
 
 // A delta link's raw bytes into out[0, size) from its decompressed planes, given the bytes of the
-// link before it (`base`) and, for a linear delta, of the one before that.
-void FromDeltaPlanes(ChunkForm form, int width, const std::string& planes, const char* base,
+// link before it (`base`) and, where the link needs it, of the one before that.
+void FromDeltaPlanes(const ChunkHeader& h, const std::string& planes, const char* base,
                      const char* before, char* out) {
-  PlanesFor<false>(width, form)(Bytes(planes), reinterpret_cast<const uint8_t*>(base),
-                                reinterpret_cast<const uint8_t*>(before), planes.size() / width,
-                                reinterpret_cast<uint8_t*>(out));
+  const auto* b = reinterpret_cast<const uint8_t*>(base);
+  const auto* b2 = reinterpret_cast<const uint8_t*>(before);
+  auto* o = reinterpret_cast<uint8_t*>(out);
+  const size_t n = planes.size() / h.element_width;
+  if (h.grouping == ChunkGrouping::kNone) {
+    PlanesFor<false>(h.element_width, h.form)(Bytes(planes), b, b2, n, o);
+  } else if (h.form == ChunkForm::kLinear) {
+    GroupedFromPlanes<Op::kLinear>(Bytes(planes), b, b2, h.grouping, n, o);
+  } else {
+    GroupedFromPlanes<Op::kDifference>(Bytes(planes), b, b2, h.grouping, n, o);
+  }
 }
 
 // A stored chunk's body: exactly its raw bytes.
@@ -410,15 +596,17 @@ Status CheckEncodeArguments(std::string_view raw, int element_width, const Delta
 }
 
 // The difference forms carry their own magic, so that builds before them refuse them.
-std::string_view MagicOf(ChunkForm form) {
+std::string_view MagicOf(ChunkForm form, ChunkGrouping grouping) {
+  if (grouping != ChunkGrouping::kNone) return kMagicGrouped;
   return form == ChunkForm::kDifference || form == ChunkForm::kLinear ? kMagicDifference : kMagic;
 }
 
 // The fixed 16 bytes every chunk starts with.
-std::string HeaderBytes(ChunkForm form, int element_width, int depth, uint64_t raw_size) {
+std::string HeaderBytes(ChunkForm form, ChunkGrouping grouping, int element_width, int depth,
+                        uint64_t raw_size) {
   std::string out(kHeaderBytes, '\0');
-  std::memcpy(out.data(), MagicOf(form).data(), kMagic.size());
-  out[4] = static_cast<char>(form);
+  std::memcpy(out.data(), MagicOf(form, grouping).data(), kMagic.size());
+  out[4] = static_cast<char>(static_cast<uint8_t>(form) | static_cast<uint8_t>(grouping) << 6);
   out[5] = static_cast<char>(element_width);
   out[6] = static_cast<char>(depth & 0xff);
   out[7] = static_cast<char>(depth >> 8);
@@ -443,11 +631,13 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
                                 const DeltaBase* delta_base, const ChunkEncodeOptions& options) {
   REEL_RETURN_IF_ERROR(CheckEncodeArguments(raw, element_width, delta_base, options));
   ChunkForm form = options.compress ? ChunkForm::kFull : ChunkForm::kStored;
+  ChunkGrouping grouping = ChunkGrouping::kNone;
   if (delta_base != nullptr) {
     REEL_ASSIGN_OR_RETURN(form, DeltaForm(raw, element_width, *delta_base, options.coding));
+    grouping = DeltaGrouping(element_width, *delta_base, options.coding);
   }
   const int depth = delta_base != nullptr ? delta_base->depth + 1 : 0;
-  std::string out = HeaderBytes(form, element_width, depth, raw.size());
+  std::string out = HeaderBytes(form, grouping, element_width, depth, raw.size());
   if (form == ChunkForm::kStored) {
     out += raw;
     return out;
@@ -459,7 +649,7 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
   thread_local std::string
       planes;  // reused: a fresh 4 MiB buffer per chunk is zeroed and faulted in
   planes.resize(raw.size());
-  ToPlanes(form, raw, element_width, delta_base, &planes);
+  ToPlanes(form, grouping, raw, element_width, delta_base, &planes);
   REEL_RETURN_IF_ERROR(ZstdCompressAppend(planes, ZstdOptions{options.zstd_level}, &out));
   return out;
 }
@@ -469,18 +659,26 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
     return DataLossError(Prefix(what) + "not a registry chunk (bad magic or truncated header)");
   }
   const std::string_view magic = encoded.substr(0, 4);
-  if (magic != kMagic && magic != kMagicDifference) {
+  if (magic != kMagic && magic != kMagicDifference && magic != kMagicGrouped) {
     return FailedPreconditionError(Prefix(what) + "chunk format '" + std::string(magic) +
-                                   "' is newer than this build reads ('RKC1', 'RKC2')");
+                                   "' is newer than this build reads ('RKC1' to 'RKC3')");
   }
   ChunkHeader h;
-  const auto form = static_cast<uint8_t>(encoded[4]);
-  if (form > 4) return DataLossError(Prefix(what) + "unknown chunk form " + std::to_string(form));
+  const auto form = static_cast<uint8_t>(encoded[4] & kFormBits);
+  const auto grouping = static_cast<uint8_t>(static_cast<uint8_t>(encoded[4]) >> 6);
+  if (form > 4 || grouping > 2) {
+    return DataLossError(Prefix(what) + "unknown chunk form " +
+                         std::to_string(static_cast<uint8_t>(encoded[4])));
+  }
   h.form = static_cast<ChunkForm>(form);
+  h.grouping = static_cast<ChunkGrouping>(grouping);
   h.element_width = static_cast<uint8_t>(encoded[5]);
   h.depth = static_cast<uint8_t>(encoded[6]) | static_cast<uint8_t>(encoded[7]) << 8;
-  if (!ValidWidth(h.element_width) || IsDelta(h.form) != (h.depth > 0) ||
-      magic != MagicOf(h.form) || (h.form == ChunkForm::kLinear && h.depth < 2)) {
+  const bool grouped_ok =
+      h.grouping == ChunkGrouping::kNone ||
+      (h.element_width == 4 && (h.form == ChunkForm::kDifference || h.form == ChunkForm::kLinear));
+  if (!ValidWidth(h.element_width) || IsDelta(h.form) != (h.depth > 0) || !grouped_ok ||
+      magic != MagicOf(h.form, h.grouping) || (NeedsBaseBefore(h) && h.depth < 2)) {
     return DataLossError(Prefix(what) + "corrupt chunk header");
   }
   h.raw_size = GetU64(encoded.data() + 8);
@@ -500,17 +698,16 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
 Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
                                 std::string_view what, std::string_view before) {
   REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(encoded, what));
-  const bool delta = IsDelta(h.form), linear = h.form == ChunkForm::kLinear;
+  const bool delta = IsDelta(h.form), needs_before = NeedsBaseBefore(h);
   if (delta && base.size() != h.raw_size) {
     return InvalidArgumentError(Prefix(what) + "delta chunk of " + std::to_string(h.raw_size) +
                                 " bytes given a base of " + std::to_string(base.size()));
   }
-  if (linear && before.size() != h.raw_size) {
-    return InvalidArgumentError(Prefix(what) + "linear delta chunk of " +
-                                std::to_string(h.raw_size) + " bytes given a base's base of " +
-                                std::to_string(before.size()));
+  if (needs_before && before.size() != h.raw_size) {
+    return InvalidArgumentError(Prefix(what) + "delta chunk of " + std::to_string(h.raw_size) +
+                                " bytes given a base's base of " + std::to_string(before.size()));
   }
-  if ((!delta && !base.empty()) || (!linear && !before.empty())) {
+  if ((!delta && !base.empty()) || (!needs_before && !before.empty())) {
     return InvalidArgumentError(Prefix(what) + "a base given to a chunk that takes none");
   }
   if (h.form == ChunkForm::kStored) return StoredBytes(encoded, h, what);
@@ -522,7 +719,7 @@ Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
   }
   std::string raw(planes.size(), '\0');
   if (delta) {
-    FromDeltaPlanes(h.form, h.element_width, planes, base.data(), before.data(), raw.data());
+    FromDeltaPlanes(h, planes, base.data(), before.data(), raw.data());
   } else {
     PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(planes), nullptr, nullptr,
                                                         planes.size() / h.element_width,
@@ -553,8 +750,9 @@ Result<std::vector<ChunkHeader>> ChainHeaders(const std::vector<std::string_view
       return DataLossError(Prefix(what) + "link " + std::to_string(k) +
                            " of its chunk chain is not a delta of the same size and width");
     }
-    if (k == 1 && h.form == ChunkForm::kLinear) {
-      return DataLossError(Prefix(what) + "a linear delta right after its chain's whole chunk");
+    if (k == 1 && NeedsBaseBefore(h)) {
+      return DataLossError(
+          Prefix(what) + "a delta that needs its base's base right after its chain's whole chunk");
     }
     headers.push_back(std::move(h));
   }
@@ -628,7 +826,7 @@ Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
     REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)),
                                             planes.data(), size, what));
     char* into = target(k);
-    FromDeltaPlanes(headers[k].form, headers[0].element_width, planes, previous, previous2, into);
+    FromDeltaPlanes(headers[k], planes, previous, previous2, into);
     previous2 = previous;
     previous = into;
   }

@@ -15,13 +15,18 @@
 // planes stay noise either way. "before" is the base's own base: checkpoints of one run move
 // their weights along much the same path from one to the next, so extrapolating the base's step
 // leaves a smaller residual than the base alone (about 0.53 of a chunk against 0.57 for
-// R(2+1)D-18 under AdamW); the encoder takes it only where a sample says it is smaller.
+// R(2+1)D-18 under AdamW); the encoder takes it only where a sample says it is smaller. For four-
+// byte elements a delta's residuals are also grouped, before the planes, by the size the base
+// says each will have (ChunkGrouping): how far the base itself moved and its exponent; zstd then
+// codes each group with tables that fit it (R(2+1)D-18's run checkpoints: about 3 points of the
+// file less).
 // Chunks written before these two forms are XOR deltas (planes(raw XOR base)); they still decode.
 //
-// Encoded layout (little-endian): "RKC1" ("RKC2" for the difference and linear forms, so that an
-// older build refuses them as newer instead of misreading them), u8 form, u8 element width, u16
-// chain depth (0 for a full chunk, the base's depth + 1 for a delta: how many chunks a read
-// decodes after this one; at least 2 for a linear delta), u64 raw size, then for a delta the
+// Encoded layout (little-endian): "RKC1" ("RKC2" for the difference and linear forms, "RKC3" for
+// grouped ones, so that an older build refuses them as newer instead of misreading them), u8 form
+// (its grouping in bits 6-7), u8 element width, u16 chain depth (0 for a full chunk, the base's
+// depth + 1 for a delta: how many chunks a read decodes after this one; at least 2 for a delta
+// that needs its base's base), u64 raw size, then for a delta the
 // 32-byte SHA-256 of the base chunk's raw bytes, then one zstd frame (with its checksum) of
 // raw-size bytes; a stored chunk has the raw bytes themselves instead of the frame.
 // Thread-safety: pure functions.
@@ -50,8 +55,17 @@ inline bool IsDelta(ChunkForm f) {
   return f == ChunkForm::kXorDelta || f == ChunkForm::kDifference || f == ChunkForm::kLinear;
 }
 
+// How a delta of four-byte elements orders its residuals before the planes (RKC3 chunks):
+// kNone, element order; else grouped by a class each element's base gives, stably, so that
+// residuals of one size sit together and zstd's per-block tables fit them. kByExponent: the
+// class is the base's exponent (8 bands); kByStep: also how far the base moved from its own base
+// (16 bands of the bit length of zigzag(base - before)), which needs `before` as a linear delta
+// does. The decoder computes the same classes from the same bytes.
+enum class ChunkGrouping : uint8_t { kNone = 0, kByExponent = 1, kByStep = 2 };
+
 struct ChunkHeader {
   ChunkForm form = ChunkForm::kFull;
+  ChunkGrouping grouping = ChunkGrouping::kNone;
   int element_width = 1;    // 1, 2, 4 or 8 bytes
   int depth = 0;            // 0 for a full chunk; a delta's base's depth + 1
   uint64_t raw_size = 0;    // a multiple of element_width
@@ -68,13 +82,20 @@ struct DeltaBase {
   std::string_view sha256;
   std::string_view before;
 };
+// Whether a read of the chunk needs its base's base (DecodeChunk's `before`): a linear delta,
+// or one grouped by its base's step.
+inline bool NeedsBaseBefore(const ChunkHeader& h) {
+  return h.form == ChunkForm::kLinear || h.grouping == ChunkGrouping::kByStep;
+}
 inline constexpr int kMaxChunkDepth = 65535;
 // The longest header (a delta's): a read of this many bytes is enough for ReadChunkHeader.
 inline constexpr size_t kMaxChunkHeaderBytes = 48;
 
 // Which form a delta takes. kAuto: kLinear when DeltaBase::before is given and a sample of the
-// elements says its residual is smaller, else kDifference. kXorDelta is for tests of chunks older
-// builds wrote.
+// elements says its residual is smaller, else kDifference; for four-byte elements grouped
+// (kByStep when `before` is given, else kByExponent). The others are ungrouped, for tests of
+// chunks older builds wrote (kXorDelta before the difference forms, kDifference and kLinear
+// before grouping).
 enum class DeltaCoding : uint8_t { kAuto, kDifference, kLinear, kXorDelta };
 
 struct ChunkEncodeOptions {

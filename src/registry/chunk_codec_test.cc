@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/hash.h"
@@ -141,6 +144,81 @@ TEST(ChunkCodecTest, PlanesAreTheDocumentedLayout) {
   }
 }
 
+// A four-byte delta that kAuto groups: its planes are those of the zigzagged residuals taken in
+// the documented order, every element of class 0 first (in element order), then class 1, and so
+// on; a class is the base's exponent band, plus 8 x the band of its own step where the base's
+// base is given (written here as chunk_codec.cc's comment says, not as its code does it).
+TEST(ChunkCodecTest, GroupedDeltasAreTheDocumentedLayout) {
+  const size_t n = 5000 + 7;
+  const std::vector<float> before_w = Weights(n, 70);
+  const std::vector<float> base_w = FineTuned(before_w, 1e-2, 71);
+  const std::vector<float> raw_w = FineTuned(base_w, 1e-2, 72);
+  const std::string raw = AsBytes(raw_w), base = AsBytes(base_w), before = AsBytes(before_w);
+  const auto word = [](const std::string& bytes, size_t i) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    return v;
+  };
+  // The exponent field of float(int32(base - before)), in bands of two binades from 2^-2.
+  const auto step_band = [](uint32_t base, uint32_t before) {
+    const auto step = static_cast<float>(static_cast<int32_t>(base - before));
+    uint32_t bits;
+    std::memcpy(&bits, &step, 4);
+    return std::clamp((static_cast<int>(bits >> 23 & 0xff) - 125) / 2, 0, 15);
+  };
+  for (const bool with_before : {false, true}) {
+    const DeltaBase b{base, 1, {}, with_before ? std::string_view(before) : ""};
+    ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
+    ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(delta, "c"));
+    EXPECT_EQ(delta.substr(0, 4), "RKC3");
+    EXPECT_EQ(h.grouping, with_before ? ChunkGrouping::kByStep : ChunkGrouping::kByExponent);
+    const std::string predicted =
+        h.form == ChunkForm::kLinear ? Extrapolated(base, before, 4) : base;
+    const std::string residual = ZigZagDifference(raw, predicted, 4);
+    std::vector<std::pair<int, size_t>> order;  // (class, element): sorted, the grouped order
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t w = word(base, i);
+      int group = std::clamp(static_cast<int>(w >> 23 & 0xff) - 116, 0, 7);
+      if (with_before) group += 8 * step_band(w, word(before, i));
+      order.emplace_back(group, i);
+    }
+    std::sort(order.begin(), order.end());
+    std::string grouped;
+    for (const auto& [group, i] : order) grouped += residual.substr(4 * i, 4);
+    ASSERT_OK_AND_ASSIGN(std::string planes,
+                         ZstdDecompress(delta.substr(16 + 32), raw.size(), "c"));
+    EXPECT_EQ(planes, Planes(grouped, 4)) << "with before: " << with_before;
+    ASSERT_OK_AND_ASSIGN(
+        std::string back,
+        DecodeChunk(delta, base, "c", with_before ? std::string_view(before) : ""));
+    EXPECT_EQ(back, raw);
+  }
+}
+
+// Grouping is for four-byte elements and needs what its classes come from.
+TEST(ChunkCodecTest, AGroupedHeaderThatCannotBeIsDataLoss) {
+  const std::string before = AsBytes(Weights(3000, 80));
+  const std::string base = AsBytes(FineTuned(Weights(3000, 80), 1e-3, 81));
+  const std::string raw = AsBytes(FineTuned(Weights(3000, 80), 2e-3, 82));
+  const DeltaBase b{base, 1, {}, before};
+  ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
+  ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(delta, "c"));
+  ASSERT_EQ(h.grouping, ChunkGrouping::kByStep);
+  std::string bad = delta;
+  bad[5] = 2;  // two-byte elements
+  EXPECT_STATUS(ReadChunkHeader(bad, "c"), StatusCode::kDataLoss);
+  bad = delta;
+  bad[6] = 1;  // one link deep: its base is whole and has no base of its own
+  EXPECT_STATUS(ReadChunkHeader(bad, "c"), StatusCode::kDataLoss);
+  bad = delta;
+  bad[4] =
+      static_cast<char>(static_cast<uint8_t>(bad[4]) | 0xc0);  // a grouping that does not exist
+  EXPECT_STATUS(ReadChunkHeader(bad, "c"), StatusCode::kDataLoss);
+  bad = delta;
+  bad[3] = '2';  // grouped under the ungrouped forms' magic
+  EXPECT_STATUS(ReadChunkHeader(bad, "c"), StatusCode::kDataLoss);
+}
+
 TEST(ChunkCodecTest, DeltasRoundTripBitExactAndNameTheirBase) {
   const std::string base = AsBytes(Weights(50000, 1));
   const std::string raw = AsBytes(FineTuned(Weights(50000, 1), 1e-3, 2));
@@ -232,8 +310,11 @@ TEST(ChunkCodecTest, AutoTakesTheLinearFormForARunAndTheDifferenceOtherwise) {
   ASSERT_OK_AND_ASSIGN(std::string enc, EncodeChunk(AsBytes(tuned), 4, &base));
   ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(enc, "c"));
   EXPECT_EQ(h.form, ChunkForm::kDifference);
-  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(enc, run.raw[4], "c"));
+  EXPECT_EQ(h.grouping, ChunkGrouping::kByStep);
+  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(enc, run.raw[4], "c", run.raw[3]));
   EXPECT_EQ(back, AsBytes(tuned));
+  EXPECT_STATUS(DecodeChunk(enc, run.raw[4], "c"), StatusCode::kInvalidArgument)
+      << "grouped by its base's step: a read needs the base's base";
 }
 
 TEST(ChunkCodecTest, AChainGivesTheLinkBeforeItsLast) {
@@ -350,7 +431,9 @@ TEST(ChunkCodecTest, DamagedChunksAreDataLossNamingTheChunk) {
   EXPECT_NE(truncated.status().message().find("tensor w chunk 2"), std::string::npos);
   EXPECT_STATUS(DecodeChunk(enc.substr(0, 10), "", "c"), StatusCode::kDataLoss);
   EXPECT_STATUS(DecodeChunk("XKC1" + enc.substr(4), "", "c"), StatusCode::kDataLoss);
-  EXPECT_STATUS(DecodeChunk("RKC3" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC4" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC3" + enc.substr(4), "", "c"), StatusCode::kDataLoss)
+      << "a whole chunk under the grouped forms' magic";
   EXPECT_STATUS(DecodeChunk("RKC2" + enc.substr(4), "", "c"), StatusCode::kDataLoss)
       << "a whole chunk under the difference forms' magic";
   std::string bad = enc;

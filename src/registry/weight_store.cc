@@ -425,8 +425,8 @@ Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& c
   std::string raw, base, before;  // this link's, the one before's, and the one before that's
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(it->second, what));
-    REEL_ASSIGN_OR_RETURN(
-        raw, DecodeChunk(it->second, base, what, h.form == ChunkForm::kLinear ? before : ""));
+    REEL_ASSIGN_OR_RETURN(raw,
+                          DecodeChunk(it->second, base, what, NeedsBaseBefore(h) ? before : ""));
     const std::string got = Sha256Hex(raw);
     if (got != it->first) {
       return DataLossError(what + ": chunk " + it->first + " holds other bytes (SHA-256 " + got +
