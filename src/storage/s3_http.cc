@@ -13,6 +13,7 @@
 
 #include "base/allocator.h"
 #include "base/logging.h"
+#include "base/sync_point.h"
 #include "storage/s3_xml.h"
 
 namespace reel::storage::s3 {
@@ -273,6 +274,7 @@ Result<HttpResponse> HttpClient::Execute(const HttpRequest& request) {
     ++requests_;
     bool overflow = false;
     auto code = static_cast<CURLcode>(Attempt(handle, request, &response, &curl_error, &overflow));
+    REEL_SYNC_POINT("HttpClient::Execute:Attempted");  // its bytes counted in stats()
     if (code != CURLE_OK) {
       // A handle whose transfer failed may hold a broken connection: start afresh.
       curl_easy_cleanup(handle->curl);

@@ -9,10 +9,13 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "base/hash.h"
+#include "base/sync_point.h"
 #include "storage/caching_store.h"
 #include "storage/testing/ceph_env.h"
 #include "testing/status_matchers.h"
@@ -330,8 +333,8 @@ TEST_F(S3StoreTest, CacheServesTheSecondReadWithoutTouchingTheServer) {
 // completes with the right bytes.
 TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   S3Options options = Options();
-  // The gateway is down for 1.5 s plus its restart (1-2 s, more under load); with full-jitter
-  // backoff, 12 attempts sometimes spent only 3.2 s and gave up first.
+  // The gateway is down until the store has retried, plus its restart (1-2 s, more under load);
+  // with full-jitter backoff, 12 attempts sometimes spent only 3.2 s and gave up first.
   options.max_attempts = 24;
   options.max_backoff_ms = 2000;
   options.part_size = 8 << 20;
@@ -339,13 +342,25 @@ TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   std::string data = RandomBytes(160u << 20, 8);
   const std::string expected = Xxh3_128Hex(data);
 
-  // The gateway stops once `started`, and comes back only after the store has failed a request
-  // against it and backed off to retry: the outage is decided by the client's own events.
-  auto restart_when = [&](const std::function<bool()>& started) {
-    return std::thread([&, started] {
-      EXPECT_TRUE(reel::testing::WaitUntil(started, std::chrono::seconds(30)));
-      const uint64_t retries_before = store->stats().retries;
+  // The outage is decided by the client's own events, not by timing: the first request that
+  // ends with `started` true stops the gateway before any request of the transfer goes on (they
+  // wait at the sync point meanwhile; a fast download once finished in the time a stop took),
+  // and the gateway comes back only after the store has failed a request and backed off.
+  SyncPoint& sp = SyncPoint::Get();
+  auto outage = [&](const std::function<bool()>& started) {
+    auto mu = std::make_shared<std::mutex>();
+    auto stopped = std::make_shared<std::atomic<bool>>(false);
+    const uint64_t retries_before = store->stats().retries;
+    sp.SetCallback("HttpClient::Execute:Attempted", [mu, stopped, started] {
+      std::lock_guard<std::mutex> lock(*mu);
+      if (stopped->load() || !started()) return;
       EXPECT_EQ(testing::CephControl("stop-rgw"), 0);
+      stopped->store(true);
+    });
+    sp.EnableProcessing();
+    return std::thread([&, stopped, retries_before] {
+      EXPECT_TRUE(
+          reel::testing::WaitUntil([&] { return stopped->load(); }, std::chrono::seconds(60)));
       EXPECT_TRUE(reel::testing::WaitUntil([&] { return store->stats().retries > retries_before; },
                                            std::chrono::seconds(30)));
       EXPECT_EQ(testing::CephControl("start-rgw"), 0);
@@ -353,19 +368,20 @@ TEST_F(S3StoreTest, RadosgwRestartMidTransferIsRetriedToCompletion) {
   };
 
   // Upload: the gateway stops once 40 MiB have gone out.
-  std::thread restarter = restart_when([&] { return store->stats().bytes_sent > (40u << 20); });
+  std::thread restarter = outage([&] { return store->stats().bytes_sent > (40u << 20); });
   Status put = store->Put("restart/obj", data);
   restarter.join();
+  sp.Reset();
   ASSERT_OK(put);
   EXPECT_GT(store->stats().retries, 0u) << "the restart did not interrupt the upload";
 
   // Download: the gateway stops once 40 MiB have come back.
-  uint64_t received_before = store->stats().bytes_received;
-  uint64_t retries_before = store->stats().retries;
-  restarter =
-      restart_when([&] { return store->stats().bytes_received - received_before > (40u << 20); });
+  const uint64_t received_before = store->stats().bytes_received;
+  const uint64_t retries_before = store->stats().retries;
+  restarter = outage([&] { return store->stats().bytes_received - received_before > (40u << 20); });
   auto got = store->Get("restart/obj");
   restarter.join();
+  sp.Reset();
   ASSERT_OK(got);
   EXPECT_EQ(Xxh3_128Hex(*got), expected);
   EXPECT_GT(store->stats().retries, retries_before) << "the restart did not interrupt the download";
