@@ -37,6 +37,13 @@ Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std
                                 std::to_string(ZSTD_minCLevel()) + ", " +
                                 std::to_string(ZSTD_maxCLevel()) + "]");
   }
+  const ZSTD_bounds hash_logs = ZSTD_cParam_getBounds(ZSTD_c_hashLog);
+  if (options.hash_log != 0 &&
+      (options.hash_log < hash_logs.lowerBound || options.hash_log > hash_logs.upperBound)) {
+    return InvalidArgumentError("zstd hash_log " + std::to_string(options.hash_log) +
+                                " is neither 0 nor in [" + std::to_string(hash_logs.lowerBound) +
+                                ", " + std::to_string(hash_logs.upperBound) + "]");
+  }
   const size_t bound = ZSTD_compressBound(data.size());
   if (ZSTD_isError(bound)) {
     return InvalidArgumentError(std::to_string(data.size()) +
@@ -47,6 +54,8 @@ Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std
   size_t rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options.level);
   if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
   if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  // Set on every call, 0 too: the context is the thread's, and keeps what the last caller set.
+  if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, options.hash_log);
   const size_t start = out->size();
   out->resize(start + bound);
   if (!ZSTD_isError(rc)) {

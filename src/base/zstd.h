@@ -14,10 +14,13 @@ namespace reel {
 
 struct ZstdOptions {
   int level = 3;  // zstd's levels: negative (fastest) to 22
+  // log2 of the match finder's hash table; 0: the level's own. A small table (6) finds fewer
+  // matches, which in noise-like bytes (a tensor's low byte planes) cost more than they save.
+  int hash_log = 0;
 };
 
-// Appends one frame holding `data` to `*out`. Errors: InvalidArgument for a level zstd does not
-// take or data too large for one frame; Internal when zstd itself fails.
+// Appends one frame holding `data` to `*out`. Errors: InvalidArgument for a level or hash_log zstd
+// does not take, or data too large for one frame; Internal when zstd itself fails.
 Status ZstdCompressAppend(std::string_view data, const ZstdOptions& options, std::string* out);
 
 // The content size `frame` records. Errors (DataLoss, naming `what`): not a complete zstd

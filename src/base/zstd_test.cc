@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "base/random.h"
 #include "testing/status_matchers.h"
@@ -44,6 +45,24 @@ TEST(ZstdTest, AppendsAfterWhatIsThere) {
 TEST(ZstdTest, RejectsALevelZstdDoesNotTake) {
   std::string out = "keep";
   EXPECT_STATUS(ZstdCompressAppend("x", ZstdOptions{99}, &out), StatusCode::kInvalidArgument);
+  EXPECT_EQ(out, "keep");
+}
+
+// A small match-finder table is an encoder's choice: the frame decodes the same, and a caller
+// after it on the same thread gets the level's own table again.
+TEST(ZstdTest, ASmallHashTableRoundTripsAndIsNotKeptForTheNextCaller) {
+  const std::string data = Noisy(200000);
+  std::string small;
+  ASSERT_OK(ZstdCompressAppend(data, ZstdOptions{1, 6}, &small));
+  ASSERT_OK_AND_ASSIGN(std::string back, ZstdDecompress(small, data.size(), "t"));
+  EXPECT_EQ(back, data);
+  std::string after, fresh;
+  ASSERT_OK(ZstdCompressAppend(data, ZstdOptions{1}, &after));
+  std::thread([&] { EXPECT_OK(ZstdCompressAppend(data, ZstdOptions{1}, &fresh)); }).join();
+  EXPECT_EQ(after, fresh) << "the hash_log of the call before stayed on this thread's context";
+  std::string out = "keep";
+  EXPECT_STATUS(ZstdCompressAppend("x", ZstdOptions{1, 2}, &out), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(ZstdCompressAppend("x", ZstdOptions{1, 99}, &out), StatusCode::kInvalidArgument);
   EXPECT_EQ(out, "keep");
 }
 

@@ -650,7 +650,12 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
       planes;  // reused: a fresh 4 MiB buffer per chunk is zeroed and faulted in
   planes.resize(raw.size());
   ToPlanes(form, grouping, raw, element_width, delta_base, &planes);
-  REEL_RETURN_IF_ERROR(ZstdCompressAppend(planes, ZstdOptions{options.zstd_level}, &out));
+  // A small match-finder table: the planes are mostly noise, where zstd's matches cost more than
+  // they save (R(2+1)D-18: 0.2-0.4 points of the file smaller for a delta, 0.9 for a whole chunk,
+  // and no slower).
+  constexpr int kPlanesHashLog = 6;
+  REEL_RETURN_IF_ERROR(
+      ZstdCompressAppend(planes, ZstdOptions{options.zstd_level, kPlanesHashLog}, &out));
   return out;
 }
 
