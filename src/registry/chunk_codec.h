@@ -59,8 +59,9 @@ inline bool IsDelta(ChunkForm f) {
 // kNone, element order; else grouped by a class each element's base gives, stably, so that
 // residuals of one size sit together and zstd's per-block tables fit them. kByExponent: the
 // class is the base's exponent (8 bands); kByStep: also how far the base moved from its own base
-// (16 bands of the bit length of zigzag(base - before)), which needs `before` as a linear delta
-// does. The decoder computes the same classes from the same bytes.
+// (the exponent of float(base - before), the difference of bit patterns read as an int32, in 16
+// bands of two binades), which needs `before` as a linear delta does. chunk_codec.cc has the exact
+// bands; the decoder computes the same classes from the same bytes.
 enum class ChunkGrouping : uint8_t { kNone = 0, kByExponent = 1, kByStep = 2 };
 
 struct ChunkHeader {
