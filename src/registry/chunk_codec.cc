@@ -350,72 +350,66 @@ GroupScratch& Scratch(size_t n) {
   return s;
 }
 
-// Each element's residual against its prediction, in element order: four at a time where SSE2 is.
-template <Op kOp>
-void Residuals(const uint8_t* raw, const uint8_t* base, const uint8_t* before, size_t n,
-               uint32_t* out) {
-  size_t i = 0;
-#if defined(__SSE2__)
-  for (; i + 4 <= n; i += 4) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     LoadElements<kOp>(raw, base, before, 4 * i));
-  }
-#endif
-  for (; i < n; ++i) {
-    out[i] =
-        Forward<uint32_t, kOp>(Load<uint32_t>(raw, i), Predict<uint32_t, kOp>(base, before, i));
-  }
-}
-
-// The elements from their residuals in element order: the inverse of Residuals.
-template <Op kOp>
-void FromResiduals(const uint32_t* residuals, const uint8_t* base, const uint8_t* before, size_t n,
+// Each element's residual against its prediction, or back: one kernel both ways, as the planes'
+// (kForward: element i of `in` to residual word i of `out`; else residual word i of `in` to
+// element i of `out`), four at a time where SSE2 is.
+template <bool kForward, Op kOp>
+void ResidualWords(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
                    uint8_t* out) {
   size_t i = 0;
 #if defined(__SSE2__)
   for (; i + 4 <= n; i += 4) {
-    const __m128i stored = _mm_loadu_si128(reinterpret_cast<const __m128i*>(residuals + i));
+    const __m128i v = Load128(in + 4 * i), predicted = Predict4<kOp>(base, before, 4 * i);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i),
-                     Inverse4<kOp>(stored, Predict4<kOp>(base, before, 4 * i)));
+                     kForward ? Forward4<kOp>(v, predicted) : Inverse4<kOp>(v, predicted));
   }
 #endif
   for (; i < n; ++i) {
-    const uint32_t v =
-        Inverse<uint32_t, kOp>(residuals[i], Predict<uint32_t, kOp>(base, before, i));
-    std::memcpy(out + 4 * i, &v, 4);
+    const auto v = Load<uint32_t>(in, i);
+    const auto predicted = Predict<uint32_t, kOp>(base, before, i);
+    const uint32_t w =
+        kForward ? Forward<uint32_t, kOp>(v, predicted) : Inverse<uint32_t, kOp>(v, predicted);
+    std::memcpy(out + 4 * i, &w, 4);
   }
 }
 
-// The residuals of `raw` against its prediction, grouped, then into planes at `out`. The grouping
-// moves words only: the residuals are computed before it, the planes after, both vectorised.
-template <Op kOp>
-void GroupedToPlanes(const uint8_t* raw, const uint8_t* base, const uint8_t* before,
-                     ChunkGrouping grouping, size_t n, uint8_t* out) {
+// A grouped delta's planes, both ways (a PlaneFn): to planes, the residuals in element order,
+// moved to their classes' places, then regrouped by significance; from planes, the same undone
+// in reverse. Only the move goes one element at a time: the other passes are vectorised.
+template <bool kToPlanes, Op kOp, ChunkGrouping kGrouping>
+void GroupedPlanes(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
+                   uint8_t* out) {
   GroupScratch& s = Scratch(n);
-  GroupClasses(base, grouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
-  Residuals<kOp>(raw, base, before, n, s.residuals.data());
+  GroupClasses(base, kGrouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
   const uint8_t* __restrict classes = s.classes.data();
-  const uint32_t* __restrict residuals = s.residuals.data();
+  uint32_t* __restrict words = s.residuals.data();
   uint32_t* __restrict grouped = s.grouped.data();
   std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
-  for (size_t i = 0; i < n; ++i) grouped[next[classes[i]]++] = residuals[i];
-  Planes<4, true, Op::kNone>(reinterpret_cast<const uint8_t*>(grouped), nullptr, nullptr, n, out);
+  if constexpr (kToPlanes) {
+    ResidualWords<true, kOp>(in, base, before, n, reinterpret_cast<uint8_t*>(words));
+    for (size_t i = 0; i < n; ++i) grouped[next[classes[i]]++] = words[i];
+    Planes<4, true, Op::kNone>(reinterpret_cast<const uint8_t*>(grouped), nullptr, nullptr, n, out);
+  } else {
+    Planes<4, false, Op::kNone>(in, nullptr, nullptr, n, reinterpret_cast<uint8_t*>(grouped));
+    for (size_t i = 0; i < n; ++i) words[i] = grouped[next[classes[i]]++];
+    ResidualWords<false, kOp>(reinterpret_cast<const uint8_t*>(words), base, before, n, out);
+  }
 }
 
-// The inverse: planes to grouped residuals, back to element order, then to the elements.
-template <Op kOp>
-void GroupedFromPlanes(const uint8_t* planes, const uint8_t* base, const uint8_t* before,
-                       ChunkGrouping grouping, size_t n, uint8_t* out) {
-  GroupScratch& s = Scratch(n);
-  Planes<4, false, Op::kNone>(planes, nullptr, nullptr, n,
-                              reinterpret_cast<uint8_t*>(s.grouped.data()));
-  GroupClasses(base, grouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
-  const uint8_t* __restrict classes = s.classes.data();
-  const uint32_t* __restrict grouped = s.grouped.data();
-  uint32_t* __restrict residuals = s.residuals.data();
-  std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
-  for (size_t i = 0; i < n; ++i) residuals[i] = grouped[next[classes[i]]++];
-  FromResiduals<kOp>(residuals, base, before, n, out);
+template <bool kToPlanes, Op kOp>
+PlaneFn GroupedPlanesFor(ChunkGrouping grouping) {
+  return grouping == ChunkGrouping::kByStep
+             ? GroupedPlanes<kToPlanes, kOp, ChunkGrouping::kByStep>
+             : GroupedPlanes<kToPlanes, kOp, ChunkGrouping::kByExponent>;
+}
+
+// The kernel for a chunk of `width`-byte elements, `form` and `grouping` (grouped ones are
+// four-byte differences or linear deltas, as ReadChunkHeader checks).
+template <bool kToPlanes>
+PlaneFn KernelFor(int width, ChunkForm form, ChunkGrouping grouping) {
+  if (grouping == ChunkGrouping::kNone) return PlanesFor<kToPlanes>(width, form);
+  return form == ChunkForm::kLinear ? GroupedPlanesFor<kToPlanes, Op::kLinear>(grouping)
+                                    : GroupedPlanesFor<kToPlanes, Op::kDifference>(grouping);
 }
 
 // Bits the residuals of every 1024th element need under each prediction: a cheap stand-in for
@@ -515,34 +509,20 @@ ChunkGrouping DeltaGrouping(int width, const DeltaBase& base, DeltaCoding coding
 // The planes a chunk of `form` and `grouping` compresses.
 void ToPlanes(ChunkForm form, ChunkGrouping grouping, std::string_view raw, int width,
               const DeltaBase* base, std::string* planes) {
-  const uint8_t* b = base != nullptr ? Bytes(base->raw) : nullptr;
-  const uint8_t* before = base != nullptr ? Bytes(base->before) : nullptr;
-  auto* out = reinterpret_cast<uint8_t*>(planes->data());
-  const size_t n = raw.size() / width;
-  if (grouping == ChunkGrouping::kNone) {
-    PlanesFor<true>(width, form)(Bytes(raw), b, before, n, out);
-  } else if (form == ChunkForm::kLinear) {
-    GroupedToPlanes<Op::kLinear>(Bytes(raw), b, before, grouping, n, out);
-  } else {
-    GroupedToPlanes<Op::kDifference>(Bytes(raw), b, before, grouping, n, out);
-  }
+  KernelFor<true>(width, form, grouping)(Bytes(raw), base != nullptr ? Bytes(base->raw) : nullptr,
+                                         base != nullptr ? Bytes(base->before) : nullptr,
+                                         raw.size() / width,
+                                         reinterpret_cast<uint8_t*>(planes->data()));
 }
 
 // A delta link's raw bytes into out[0, size) from its decompressed planes, given the bytes of the
 // link before it (`base`) and, where the link needs it, of the one before that.
 void FromDeltaPlanes(const ChunkHeader& h, const std::string& planes, const char* base,
                      const char* before, char* out) {
-  const auto* b = reinterpret_cast<const uint8_t*>(base);
-  const auto* b2 = reinterpret_cast<const uint8_t*>(before);
-  auto* o = reinterpret_cast<uint8_t*>(out);
-  const size_t n = planes.size() / h.element_width;
-  if (h.grouping == ChunkGrouping::kNone) {
-    PlanesFor<false>(h.element_width, h.form)(Bytes(planes), b, b2, n, o);
-  } else if (h.form == ChunkForm::kLinear) {
-    GroupedFromPlanes<Op::kLinear>(Bytes(planes), b, b2, h.grouping, n, o);
-  } else {
-    GroupedFromPlanes<Op::kDifference>(Bytes(planes), b, b2, h.grouping, n, o);
-  }
+  KernelFor<false>(h.element_width, h.form, h.grouping)(
+      Bytes(planes), reinterpret_cast<const uint8_t*>(base),
+      reinterpret_cast<const uint8_t*>(before), planes.size() / h.element_width,
+      reinterpret_cast<uint8_t*>(out));
 }
 
 // A stored chunk's body: exactly its raw bytes.

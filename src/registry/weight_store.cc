@@ -355,17 +355,8 @@ Result<std::string> WeightStore::DeltaOnRoot(PushPiece& p, const ChunkEncodeOpti
 // The address of the whole chunk a stored chunk's chain starts from, reading headers only.
 Result<std::string> WeightStore::ChainRoot(const std::string& sha256,
                                            const std::string& what) const {
-  std::string address = sha256;
-  for (int links = 0; links <= kMaxChunkDepth; ++links) {
-    Result<ChunkHeader> h = StoredHeader(address, what);
-    if (!h.ok() && h.status().code() == StatusCode::kNotFound) {
-      return DataLossError(what + ": chunk " + address + " is missing from " + store_->uri());
-    }
-    REEL_RETURN_IF_ERROR(h.status());
-    if (!IsDelta(h->form)) return address;
-    address = h->base_sha256;
-  }
-  return DataLossError(what + ": chunk " + sha256 + " has a chain longer than any depth");
+  REEL_ASSIGN_OR_RETURN(auto chain, FetchChain(sha256, what, Fetch::kHeaders));
+  return chain.back().first;
 }
 
 // The bytes a delta against `base` is taken against: the cached ones when a recent push kept
@@ -392,14 +383,16 @@ Result<WeightStore::BaseBytes> WeightStore::ReadDeltaBase(const ChunkRef& base,
 }
 
 // Reads the chain from `sha256` down to its full chunk, newest first (each link one less deep: a
-// damaged store cannot make it loop).
+// damaged store cannot make it loop); with kHeaders, only each link's header.
 Result<std::vector<std::pair<std::string, std::string>>> WeightStore::FetchChain(
-    const std::string& sha256, const std::string& what) const {
+    const std::string& sha256, const std::string& what, Fetch fetch) const {
   std::vector<std::pair<std::string, std::string>> chain;  // (address, encoded)
   std::string address = sha256;
   int depth = kMaxChunkDepth + 1;
   while (true) {
-    Result<std::string> encoded = store_->Get(ChunkKey(address));
+    Result<std::string> encoded = fetch == Fetch::kHeaders
+                                      ? store_->GetRange(ChunkKey(address), 0, kMaxChunkHeaderBytes)
+                                      : store_->Get(ChunkKey(address));
     if (!encoded.ok()) {
       if (encoded.status().code() != StatusCode::kNotFound) return encoded.status();
       return DataLossError(what + ": chunk " + address + " is missing from " + store_->uri());

@@ -176,8 +176,9 @@ class WeightStore {
                        size_t size, char* before = nullptr) const;
   Result<ChunkHeader> StoredHeader(const std::string& sha256, const std::string& what) const;
   Result<int> StoredDepth(const std::string& sha256, const std::string& what) const;
+  enum class Fetch { kWhole, kHeaders };
   Result<std::vector<std::pair<std::string, std::string>>> FetchChain(
-      const std::string& sha256, const std::string& what) const;
+      const std::string& sha256, const std::string& what, Fetch fetch = Fetch::kWhole) const;
 
   std::shared_ptr<storage::ObjectStore> store_;
   std::string prefix_;
