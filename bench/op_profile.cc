@@ -72,6 +72,14 @@ double Flops(const at::RecordFunction& fn) {
         ConvOutputPositions(Sizes(in[0]), weight, Ints(in[3]), Ints(in[4]), Ints(in[5]));
     return 2.0 * static_cast<double>(outputs) * static_cast<double>(weight[0] * Product(weight, 1));
   }
+  if (name == "aten::mkldnn_convolution" && in.size() >= 6) {
+    // (input, weight, bias, padding, stride, dilation, groups): called directly by Reel's models.
+    const auto weight = Sizes(in[1]);
+    if (weight.size() < 3) return 0;
+    const int64_t outputs =
+        ConvOutputPositions(Sizes(in[0]), weight, Ints(in[4]), Ints(in[3]), Ints(in[5]));
+    return 2.0 * static_cast<double>(outputs) * static_cast<double>(weight[0] * Product(weight, 1));
+  }
   if (name == "aten::convolution_backward" && in.size() >= 11) {
     // (grad_output, input, weight, ..., output_mask): a forward's worth per gradient computed.
     const auto grad = Sizes(in[0]), weight = Sizes(in[2]);
@@ -102,7 +110,11 @@ double Flops(const at::RecordFunction& fn) {
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   auto frame = std::make_unique<Frame>();
-  frame->flops = Flops(fn);
+  // An operator called by one already counted (aten::convolution calls the backend's) is not
+  // counted again.
+  const bool counted =
+      std::any_of(stack.begin(), stack.end(), [](Frame* f) { return f->flops > 0; });
+  frame->flops = counted ? 0 : Flops(fn);
   frame->start = Clock::now();
   stack.push_back(frame.get());
   return frame;

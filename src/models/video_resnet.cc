@@ -16,9 +16,52 @@ BatchNormRelu BnRelu(int features) { return BatchNormRelu(BatchNormReluOptions{f
 BatchNormRelu Bn(int features) { return BatchNormRelu(BatchNormReluOptions{features, false}); }
 nn::Identity ReluDone() { return nn::Identity(); }
 
-nn::Conv3d Conv(int in, int out, std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride,
-                std::array<int64_t, 3> padding) {
-  return nn::Conv3d(nn::Conv3dOptions(in, out, kernel).stride(stride).padding(padding).bias(false));
+// A convolution without bias on oneDNN where LibTorch 1.13 would not send it there. LibTorch sends
+// a CPU convolution whose batch x channels x T x H (x H*W for the Conv2d below) is at most 20480
+// (every convolution of a batch-1 clip at 112^2, most of them at batch 2-4, the last stage's at any
+// batch) to its im2col + BLAS path, which is slower there, and OpenBLAS's threads then spin
+// between calls, taking the cores a server needs for its next request. Backward is LibTorch's
+// usual one (the autograd node of mkldnn_convolution calls convolution_backward). The main job's
+// model at batch 1, 2 threads: 36.9-45.7 clips/s before, 51.2-64.3 after (serve_bench's raw
+// forward, alternated); the same logits within torchvision's parity tolerance.
+torch::Tensor ConvNoBias(const torch::Tensor& x, const torch::Tensor& weight,
+                         at::IntArrayRef stride, at::IntArrayRef padding) {
+  // Under CPU autocast, LibTorch's convolution casts its operands (oneDNN's op would not); the
+  // dispatch key is what at::autocast's CPU switch sets, in 1.13 and in 2.x alike.
+  const bool autocast = !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::AutocastCPU);
+  const bool one_dnn = !autocast && at::hasMKLDNN() && at::globalContext().userEnabledMkldnn() &&
+                       x.device().is_cpu() && x.layout() == torch::kStrided &&
+                       x.scalar_type() == weight.scalar_type() &&
+                       (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kBFloat16);
+  const std::vector<int64_t> dilation(stride.size(), 1);
+  if (one_dnn) return at::mkldnn_convolution(x, weight, /*bias=*/{}, padding, stride, dilation, 1);
+  return at::convolution(x, weight, /*bias=*/{}, stride, padding, dilation, false,
+                         std::vector<int64_t>(stride.size(), 0), 1);
+}
+
+// A Conv3d without bias, stored exactly as torchvision's (parameter "weight", [out, in, kt, kh,
+// kw]), computed by ConvNoBias.
+class VideoConvImpl : public nn::Module {
+ public:
+  VideoConvImpl(int in, int out, std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride,
+                std::array<int64_t, 3> padding)
+      : stride_(stride.begin(), stride.end()), padding_(padding.begin(), padding.end()) {
+    weight = register_parameter("weight", torch::empty({out, in, kernel[0], kernel[1], kernel[2]}));
+    nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  }
+  // LibTorch modules take forward's tensor by value (AnyModule forwards it so).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
+  torch::Tensor forward(torch::Tensor x) { return ConvNoBias(x, weight, stride_, padding_); }
+  torch::Tensor weight;
+
+ private:
+  std::vector<int64_t> stride_, padding_;
+};
+TORCH_MODULE(VideoConv);
+
+VideoConv Conv(int in, int out, std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride,
+               std::array<int64_t, 3> padding) {
+  return VideoConv(in, out, kernel, stride, padding);
 }
 
 // A Sequential with a plain forward, so it can sit inside another Sequential (torchvision's
@@ -48,9 +91,8 @@ class TemporalConvImpl : public nn::Module {
   // NOLINTNEXTLINE(performance-unnecessary-value-param)
   torch::Tensor forward(torch::Tensor x) {
     const auto b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
-    torch::Tensor y =
-        torch::conv2d(x.reshape({b, c, t, h * w}), weight.squeeze(-1),
-                      /*bias=*/{}, /*stride=*/{stride_, 1}, /*padding=*/{padding_, 0});
+    torch::Tensor y = ConvNoBias(x.reshape({b, c, t, h * w}), weight.squeeze(-1),
+                                 /*stride=*/{stride_, 1}, /*padding=*/{padding_, 0});
     return y.view({b, y.size(1), y.size(2), h, w});
   }
   torch::Tensor weight;

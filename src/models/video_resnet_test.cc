@@ -96,6 +96,37 @@ TEST(VideoResNetTest, SmallVariantsTrainAStep) {
   EXPECT_EQ(model->named_parameters().contains("layer1.0.conv1.0.0.weight"), true);
 }
 
+// The convolutions run on oneDNN where LibTorch would pick its BLAS path (small batches); with
+// oneDNN switched off they take LibTorch's own choice. Both give the same loss and gradients.
+TEST(VideoResNetTest, OneDnnConvolutionsGiveLibTorchsGradients) {
+  VideoResNetOptions o;
+  o.arch = VideoArch::kR2Plus1D;
+  o.num_classes = 4;
+  o.width = 8;
+  o.layers = {1, 1, 1, 1};
+  torch::manual_seed(5);
+  VideoResNet model(o);
+  const torch::Tensor x = torch::randn({1, 3, 4, 32, 32});
+  const torch::Tensor y = torch::tensor({2});
+  auto loss_and_grads = [&] {
+    model->zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    std::vector<torch::Tensor> out{loss.detach().clone()};
+    for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const std::vector<torch::Tensor> one_dnn = loss_and_grads();
+  at::globalContext().setUserEnabledMkldnn(false);
+  const std::vector<torch::Tensor> native = loss_and_grads();
+  at::globalContext().setUserEnabledMkldnn(true);
+  ASSERT_EQ(one_dnn.size(), native.size());
+  for (size_t i = 0; i < one_dnn.size(); ++i) {
+    const double scale = native[i].abs().max().item<double>() + 1e-6;
+    EXPECT_LT((one_dnn[i] - native[i]).abs().max().item<double>() / scale, 1e-4) << i;
+  }
+}
+
 // Pipeline stages run the model as a chain of units: in order they are forward(), and every
 // parameter belongs to exactly one unit.
 TEST(VideoResNetTest, ItsUnitsChainedAreTheForwardAndOwnEveryParameterOnce) {
