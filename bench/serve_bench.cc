@@ -12,7 +12,9 @@
 // or an encoded video, in a closed loop (`concurrency` connections) or an open loop (Poisson
 // arrivals, latency from the scheduled arrival: no coordinated omission).
 // Printed: throughput, p50 and p99 per setting; the ratio to raw forward throughput at the same
-// batch size; the request overhead (latency at concurrency 1 minus the forward pass); what
+// batch size, measured just before and after each row (this VM's speed drifts); the CPU a request
+// costs beyond the forward, and the load generator's; the request overhead (latency at
+// concurrency 1 minus the forward pass); what
 // dynamic batching buys at concurrency 16; then Reel (`reel serve`'s default batching) and the
 // peer side by side at concurrency 1…64, with encoded video, and under open-loop arrivals.
 //
@@ -36,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -213,10 +216,32 @@ std::shared_ptr<serve::Model> LoadBenchModel(const Flags& f, const std::string& 
   return model;
 }
 
+// CPU time (ms) of the whole process and of the calling thread, which runs the load generator.
+struct CpuClock {
+  static double Ms(clockid_t id) {
+    timespec t{};
+    clock_gettime(id, &t);
+    return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+  }
+  double process = Ms(CLOCK_PROCESS_CPUTIME_ID), thread = Ms(CLOCK_THREAD_CPUTIME_ID);
+};
+
+// CPU per request while a row ran: all of it, and the load generator's share.
+struct CpuPer {
+  double all_ms = 0, load_ms = 0;
+};
+CpuPer CpuSince(const CpuClock& start, size_t requests) {
+  const CpuClock now;
+  const double n = static_cast<double>(std::max<size_t>(1, requests));
+  return {(now.process - start.process) / n, (now.thread - start.thread) / n};
+}
+
 // Raw in-process forward passes of `batch` samples for `seconds`.
-Figures RawForward(const serve::Model& model, int64_t batch, double seconds) {
+Figures RawForward(const serve::Model& model, int64_t batch, double seconds,
+                   CpuPer* cpu = nullptr) {
   std::vector<float> input(static_cast<size_t>(batch * model.info().sample_size()), 0.1f);
   (void)model.Forward(input.data(), batch);  // warm-up
+  const CpuClock start;
   std::vector<double> ms;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   while (Clock::now() < end || ms.size() < 3) {
@@ -225,6 +250,7 @@ Figures RawForward(const serve::Model& model, int64_t batch, double seconds) {
     if (!out.ok()) Die("forward", out.status());
     ms.push_back(Ms(Clock::now() - t0));
   }
+  if (cpu != nullptr) *cpu = CpuSince(start, ms.size() * batch);
   double total = 0;
   for (double m : ms) total += m;
   return {1000.0 * batch * ms.size() / total, Percentile(ms, 0.5), Percentile(ms, 0.99), 0,
@@ -257,14 +283,16 @@ Server StartServer(std::shared_ptr<serve::Model> model, int max_batch, int delay
 // The run's closing table (bench/report.h): every row printed below also lands there.
 bench::Report* the_report = nullptr;
 
-void PrintRow(const char* what, const Figures& f, double limit) {
-  std::printf("%-44s %8.2f clips/s  p50 %8.1f ms  p99 %8.1f ms  %5.3fx raw\n", what, f.per_second,
-              f.p50_ms, f.p99_ms, limit > 0 ? f.per_second / limit : 0.0);
-  the_report->Add({what,
-                   f.per_second,
-                   "clips/s",
-                   bench::Reference{limit, "raw forward, batch 1, no server"},
-                   {}});
+void PrintRow(const char* what, const Figures& f, double limit, int limit_batch = 1) {
+  std::printf("%-44s %8.2f clips/s  p50 %8.1f ms  p99 %8.1f ms  %5.3fx raw batch %d\n", what,
+              f.per_second, f.p50_ms, f.p99_ms, limit > 0 ? f.per_second / limit : 0.0,
+              limit_batch);
+  the_report->Add(
+      {what,
+       f.per_second,
+       "clips/s",
+       bench::Reference{limit, "raw forward, batch " + std::to_string(limit_batch) + ", no server"},
+       {}});
 }
 
 // Server-side parse cost of one request body, without the network: the mean of `n` parses.
@@ -277,34 +305,68 @@ double ParseMs(const serve::Body& body, int n) {
   return Ms(Clock::now() - t0) / n;
 }
 
-// The server at batch 1, JSON and binary bodies at concurrency 1, 4 and 16, and the request
-// overhead at concurrency 1.
+// The limit beside a row: the raw forward measured just before it and just after it, averaged.
+// This VM's speed drifts by up to 2x within minutes, so one raw figure at the start is no limit
+// for a row measured a minute later.
+Figures Bracket(const Figures& before, const Figures& after) {
+  return {0.5 * (before.per_second + after.per_second), 0.5 * (before.p50_ms + after.p50_ms),
+          0.5 * (before.p99_ms + after.p99_ms), 0, before.requests + after.requests};
+}
+
+// Where a request's CPU goes on this machine, whose cores the load generator shares: the raw
+// forward's CPU per clip, the server's own beyond it (receive, parse, queue, respond, and OpenMP
+// threads waiting on one another longer), and the load generator's.
+void PrintCpu(const CpuPer& json, const CpuPer& binary, const CpuPer& raw) {
+  auto server = [&](const CpuPer& c) { return c.all_ms - c.load_ms - raw.all_ms; };
+  std::printf(
+      "  CPU ms a request: raw forward %.2f; server beyond it JSON %.2f, binary %.2f; load "
+      "generator JSON %.2f, binary %.2f\n",
+      raw.all_ms, server(json), server(binary), json.load_ms, binary.load_ms);
+}
+
+// The server at batch 1, JSON and binary bodies at concurrency 1, 4 and 16, each pair between
+// two raw batch-1 forwards, and the request overhead at concurrency 1.
 void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body& json,
                   const serve::Body& binary, const Figures& raw1, double seconds) {
   Server s = StartServer(model, 1, 0);
+  Figures before = raw1;
   for (int c : {1, 4, 16}) {
+    const CpuClock json_start;
     const Figures fj = Load(s.http->url(), json, c, seconds);
+    const CpuPer json_cpu = CpuSince(json_start, fj.requests);
+    const CpuClock binary_start;
     const Figures fb = Load(s.http->url(), binary, c, seconds);
+    const CpuPer binary_cpu = CpuSince(binary_start, fb.requests);
+    CpuPer raw_cpu;
+    const Figures after = RawForward(*model, 1, seconds, &raw_cpu);
+    const Figures limit = Bracket(before, after);
+    before = after;
+    std::printf("raw forward beside the next two rows: %.2f, %.2f clips/s\n", limit.per_second,
+                after.per_second);
     const std::string j = "server, JSON, batch 1, concurrency " + std::to_string(c);
     const std::string b = "server, binary, batch 1, concurrency " + std::to_string(c);
-    PrintRow(j.c_str(), fj, raw1.per_second);
-    PrintRow(b.c_str(), fb, raw1.per_second);
+    PrintRow(j.c_str(), fj, limit.per_second);
+    PrintRow(b.c_str(), fb, limit.per_second);
     if (c == 1) {
       std::printf(
           "request overhead at concurrency 1 (p50 - raw p50): JSON %.2f ms, binary %.2f ms\n",
-          fj.p50_ms - raw1.p50_ms, fb.p50_ms - raw1.p50_ms);
+          fj.p50_ms - limit.p50_ms, fb.p50_ms - limit.p50_ms);
     }
+    PrintCpu(json_cpu, binary_cpu, raw_cpu);
   }
 }
 
-// The server with dynamic batching (<= 8, 20 ms) at concurrency 16 against raw batch 8.
+// The server with dynamic batching (<= 8, 20 ms) at concurrency 16 against raw batch 8, measured
+// just before and after it.
 void DynamicBatchRow(const std::shared_ptr<serve::Model>& model, const serve::Body& binary,
-                     const Figures& raw1, const Figures& raw8, double seconds) {
+                     double seconds) {
   Server s = StartServer(model, 8, 20'000);
+  const Figures raw8_before = RawForward(*model, 8, seconds);
   const Figures dyn = Load(s.http->url(), binary, 16, seconds);
-  PrintRow("server, binary, dynamic batch <=8, conc. 16", dyn, raw1.per_second);
-  std::printf("dynamic batching: %.3fx raw batch-8 forward throughput\n",
-              dyn.per_second / raw8.per_second);
+  const Figures raw8 = Bracket(raw8_before, RawForward(*model, 8, seconds));
+  PrintRow("server, binary, dynamic batch <=8, conc. 16", dyn, raw8.per_second, 8);
+  std::printf("dynamic batching: %.3fx raw batch-8 forward throughput (%.2f clips/s beside it)\n",
+              dyn.per_second / raw8.per_second, raw8.per_second);
 }
 
 // ---- Reel against the peer -------------------------------------------------------------------
@@ -561,7 +623,7 @@ int main(int argc, char** argv) {
       "request bodies: JSON %.2f MB, binary %.2f MB; parse %.2f ms (JSON), %.2f ms (binary)\n",
       json.bytes.size() / 1e6, binary.bytes.size() / 1e6, ParseMs(json, 20), ParseMs(binary, 20));
   BatchOneRows(model, json, binary, raw1, f.seconds);
-  DynamicBatchRow(model, binary, raw1, raw8, f.seconds);
+  DynamicBatchRow(model, binary, f.seconds);
   Compare(f, model, raw1.per_second);
   std::filesystem::remove_all(dir);
   return report.Finish(json_path);
