@@ -60,26 +60,24 @@ int64_t ConvOutputPositions(const std::vector<int64_t>& input, const std::vector
   return positions;
 }
 
+// A convolution's FLOPs, 2 x outputs x Cout x Cin/g x kernel, from its input (0), weight (1),
+// stride and padding (at `stride` and `pad`) and dilation (5).
+double ConvFlops(c10::ArrayRef<const c10::IValue> in, size_t stride, size_t pad) {
+  const auto weight = Sizes(in[1]);
+  if (weight.size() < 3) return 0;
+  const int64_t outputs =
+      ConvOutputPositions(Sizes(in[0]), weight, Ints(in[stride]), Ints(in[pad]), Ints(in[5]));
+  return 2.0 * static_cast<double>(outputs) * static_cast<double>(weight[0] * Product(weight, 1));
+}
+
 // The FLOPs of one call, for the operators that do the arithmetic; 0 for the rest.
 double Flops(const at::RecordFunction& fn) {
   const std::string name = fn.name();
   const auto in = fn.inputs();
-  if (name == "aten::convolution" && in.size() >= 6) {
-    // (input, weight, bias, stride, padding, dilation, ...): 2 x outputs x Cout x Cin/g x kernel.
-    const auto weight = Sizes(in[1]);
-    if (weight.size() < 3) return 0;
-    const int64_t outputs =
-        ConvOutputPositions(Sizes(in[0]), weight, Ints(in[3]), Ints(in[4]), Ints(in[5]));
-    return 2.0 * static_cast<double>(outputs) * static_cast<double>(weight[0] * Product(weight, 1));
-  }
-  if (name == "aten::mkldnn_convolution" && in.size() >= 6) {
-    // (input, weight, bias, padding, stride, dilation, groups): called directly by Reel's models.
-    const auto weight = Sizes(in[1]);
-    if (weight.size() < 3) return 0;
-    const int64_t outputs =
-        ConvOutputPositions(Sizes(in[0]), weight, Ints(in[4]), Ints(in[3]), Ints(in[5]));
-    return 2.0 * static_cast<double>(outputs) * static_cast<double>(weight[0] * Product(weight, 1));
-  }
+  // (input, weight, bias, stride, padding, dilation, ...).
+  if (name == "aten::convolution" && in.size() >= 6) return ConvFlops(in, 3, 4);
+  // (input, weight, bias, padding, stride, dilation, groups): called directly by Reel's models.
+  if (name == "aten::mkldnn_convolution" && in.size() >= 6) return ConvFlops(in, 4, 3);
   if (name == "aten::convolution_backward" && in.size() >= 11) {
     // (grad_output, input, weight, ..., output_mask): a forward's worth per gradient computed.
     const auto grad = Sizes(in[0]), weight = Sizes(in[2]);
