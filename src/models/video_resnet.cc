@@ -17,9 +17,9 @@ BatchNormRelu Bn(int features) { return BatchNormRelu(BatchNormReluOptions{featu
 nn::Identity ReluDone() { return nn::Identity(); }
 
 // A convolution without bias on oneDNN where LibTorch 1.13 would not send it there. LibTorch sends
-// a CPU convolution whose batch x channels x T x H (x H*W for the Conv2d below) is at most 20480
-// (every convolution of a batch-1 clip at 112^2, most of them at batch 2-4, the last stage's at any
-// batch) to its im2col + BLAS path, which is slower there, and OpenBLAS's threads then spin
+// a CPU convolution of a single sample whose channels x T x H (x H*W for the Conv2d below) is at
+// most 20480 (every convolution of a batch-1 clip at 112^2; batches of 2 or more go to oneDNN
+// already) to its im2col + BLAS path, which is slower there, and OpenBLAS's threads then spin
 // between calls, taking the cores a server needs for its next request. Backward is LibTorch's
 // usual one (the autograd node of mkldnn_convolution calls convolution_backward). The main job's
 // model at batch 1, 2 threads: 36.9-45.7 clips/s before, 51.2-64.3 after (serve_bench's raw
