@@ -2,6 +2,7 @@
 // answers, and loading and unloading versions 100 times keeps the process's memory bounded.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "serve/model.h"
 #include "serve/service.h"
 #include "serve/stages.h"
+#include "testing/shell.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 #include "train/amp.h"
@@ -126,6 +128,51 @@ TEST(ModelTorch, Bf16ServesTheFp32ScoresToBf16Precision) {
   }
   EXPECT_GT(worst, 0) << "bf16 computes differently";
   EXPECT_LT(worst, 0.05 * largest + 1e-3) << "but close";
+}
+
+// A TorchScript model saved by Python PyTorch (convolution, batch norm with trained statistics,
+// pooling, a linear head) is served frozen and optimized for inference, and answers as PyTorch
+// does for a batch of two; under bf16 it is served as saved.
+TEST(ModelTorch, TorchScriptIsServedOptimizedWithPyTorchsAnswers) {
+  reel::testing::TempDir dir;
+  const std::string script = dir.path() + "/make.py";
+  std::ofstream(script) << R"PY(
+import json, sys, torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 8, (1, 3, 3), padding=(0, 1, 1), bias=False)
+        self.bn = torch.nn.BatchNorm3d(8)
+        self.fc = torch.nn.Linear(8, 4)
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).mean(dim=(2, 3, 4)))
+torch.manual_seed(0)
+net = Net()
+net.bn.running_mean.uniform_(-0.5, 0.5)
+net.bn.running_var.uniform_(0.5, 2.0)
+model = torch.jit.script(net.eval())
+model.save(sys.argv[1] + "/net.pt")
+x = (torch.arange(2 * 3 * 2 * 8 * 8) % 17).reshape(2, 3, 2, 8, 8).float() / 17 - 0.5
+print(json.dumps(model(x).flatten().tolist()))
+)PY";
+  const auto made = reel::testing::RunCommand("/usr/bin/python3 " + script + " " + dir.path());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::vector<double> want;
+  for (const auto& v : nlohmann::json::parse(made.output)) want.push_back(v.get<double>());
+  std::ofstream(dir.path() + "/net.yaml") << "data: {clip_frames: 2, size: 8}\n";
+  LoadOptions options;
+  options.config = dir.path() + "/net.yaml";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> model, LoadModel(dir.path() + "/net.pt", options));
+  EXPECT_EQ(model->info().optimization, "frozen, oneDNN");
+  std::vector<float> x(2 * 3 * 2 * 8 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) / 17 - 0.5f;
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, model->Forward(x.data(), 2));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+
+  options.precision = Precision::kBf16;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> saved, LoadModel(dir.path() + "/net.pt", options));
+  EXPECT_EQ(saved->info().optimization, "");
 }
 
 TEST(ModelTorch, PrecisionsByName) {
