@@ -362,11 +362,17 @@ void DynamicBatchRow(const std::shared_ptr<serve::Model>& model, const serve::Bo
                      double seconds) {
   Server s = StartServer(model, 8, 20'000);
   const Figures raw8_before = RawForward(*model, 8, seconds);
+  const CpuClock start;
   const Figures dyn = Load(s.http->url(), binary, 16, seconds);
-  const Figures raw8 = Bracket(raw8_before, RawForward(*model, 8, seconds));
+  const CpuPer dyn_cpu = CpuSince(start, dyn.requests);
+  CpuPer raw8_cpu;
+  const Figures raw8 = Bracket(raw8_before, RawForward(*model, 8, seconds, &raw8_cpu));
   PrintRow("server, binary, dynamic batch <=8, conc. 16", dyn, raw8.per_second, 8);
   std::printf("dynamic batching: %.3fx raw batch-8 forward throughput (%.2f clips/s beside it)\n",
               dyn.per_second / raw8.per_second, raw8.per_second);
+  std::printf(
+      "  CPU ms a clip: raw batch-8 forward %.2f; server beyond it %.2f; load generator %.2f\n",
+      raw8_cpu.all_ms, dyn_cpu.all_ms - dyn_cpu.load_ms - raw8_cpu.all_ms, dyn_cpu.load_ms);
 }
 
 // ---- Reel against the peer -------------------------------------------------------------------
