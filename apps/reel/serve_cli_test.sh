@@ -170,6 +170,9 @@ want = json.loads(sys.argv[1])
 got = json.loads(sys.argv[2])["outputs"][0]["data"]
 assert len(got) == 5 and all(abs(a - b) < 1e-4 for a, b in zip(want, got)), (want, got)
 PY
+check "TorchScript served frozen, as its metadata says" bash -c \
+  "curl -sf -H 'Authorization: Bearer secret-two' '$URL/v2/models/head' | python3 -c \
+  'import json, sys; assert json.load(sys.stdin)[\"parameters\"][\"optimization\"] == \"frozen, optimized for inference\"'"
 stop_server
 
 # --- serve.yaml: per-model settings -------------------------------------------------------------

@@ -125,9 +125,10 @@ Result<std::string> Serve(const ServeFlags& f, const ModelSpec& spec, const std:
   }
   const bool follows = f.poll_interval_s > 0 && serve::IsMovingReference(source);
   if (follows) follower->Add({name, source, role, spec.batching, info.version});
-  std::fprintf(stderr, "model %s version %s%s: %s (%s, %lld classes) from %s%s%s\n", name.c_str(),
+  std::fprintf(stderr, "model %s version %s%s: %s (%s%s, %lld classes) from %s%s%s\n", name.c_str(),
                info.version.c_str(), role == Service::Role::kCanary ? " (canary)" : "",
                info.architecture.c_str(), info.platform.c_str(),
+               info.optimization.empty() ? "" : (", " + info.optimization).c_str(),
                static_cast<long long>(info.num_classes()), info.source.c_str(),
                follows ? (", following " + source).c_str() : "",
                info.placement.empty() ? "" : ("; " + info.placement).c_str());

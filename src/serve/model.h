@@ -39,7 +39,7 @@ struct ModelInfo {
   std::vector<std::string> class_names;  // num_classes of them ("0", "1", ... when unknown)
   VideoSettings video;                   // how an encoded video becomes samples (BYTES inputs)
   std::string placement;  // model parallel (LoadOptions::stages): which units run where
-  // TorchScript: "frozen, oneDNN" when served frozen and optimized for inference; else empty.
+  // TorchScript: "frozen, optimized for inference" when served so; empty when served as saved.
   std::string optimization;
 
   int64_t sample_size() const {  // C × T × H × W

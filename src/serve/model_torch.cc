@@ -298,7 +298,7 @@ std::unique_ptr<ScriptModel> OptimizedForInference(const torch::jit::Module& mod
     return nullptr;
   }
   ModelInfo info = as_saved.info();
-  info.optimization = "frozen, oneDNN";
+  info.optimization = "frozen, optimized for inference";
   fast->set_info(info);
   const auto gap = LogitGap(as_saved, *fast, info.sample_size());
   if (!gap || gap->first > 1e-4 * std::max(1e-3, gap->second)) {

@@ -163,7 +163,7 @@ print(json.dumps(model(x).flatten().tolist()))
   LoadOptions options;
   options.config = dir.path() + "/net.yaml";
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Model> model, LoadModel(dir.path() + "/net.pt", options));
-  EXPECT_EQ(model->info().optimization, "frozen, oneDNN");
+  EXPECT_EQ(model->info().optimization, "frozen, optimized for inference");
   std::vector<float> x(2 * 3 * 2 * 8 * 8);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) / 17 - 0.5f;
   ASSERT_OK_AND_ASSIGN(std::vector<float> got, model->Forward(x.data(), 2));

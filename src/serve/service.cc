@@ -291,6 +291,7 @@ struct Service::Impl {
              {"parameters",
               {{"architecture", info.architecture},
                {"source", info.source},
+               {"optimization", info.optimization},
                {"class_names", info.class_names},
                {"max_batch_size", (*served)->batcher->options().max_batch},
                {"canary", canary}}}});
