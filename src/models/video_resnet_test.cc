@@ -71,12 +71,18 @@ INSTANTIATE_TEST_SUITE_P(Video, ParityTest,
                                            Case{"r2plus1d_18", VideoArch::kR2Plus1D}),
                          [](const auto& info) { return std::string(info.param.torchvision_name); });
 
-TEST(VideoResNetTest, SmallVariantsTrainAStep) {
+// A small variant: one block per stage.
+VideoResNetOptions Small(VideoArch arch, int width, int num_classes) {
   VideoResNetOptions o;
-  o.arch = VideoArch::kR2Plus1D;
-  o.num_classes = 4;
-  o.width = 16;
+  o.arch = arch;
+  o.num_classes = num_classes;
+  o.width = width;
   o.layers = {1, 1, 1, 1};
+  return o;
+}
+
+TEST(VideoResNetTest, SmallVariantsTrainAStep) {
+  const VideoResNetOptions o = Small(VideoArch::kR2Plus1D, 16, 4);
   torch::manual_seed(3);  // before construction: the initial weights come from this generator
   VideoResNet model(o);
   torch::Tensor x = torch::randn({4, 3, 4, 32, 32});
@@ -96,16 +102,11 @@ TEST(VideoResNetTest, SmallVariantsTrainAStep) {
   EXPECT_EQ(model->named_parameters().contains("layer1.0.conv1.0.0.weight"), true);
 }
 
-// The convolutions run on oneDNN where LibTorch would pick its BLAS path (small batches); with
+// The convolutions run on oneDNN where LibTorch would pick its BLAS path (a single clip); with
 // oneDNN switched off they take LibTorch's own choice. Both give the same loss and gradients.
 TEST(VideoResNetTest, OneDnnConvolutionsGiveLibTorchsGradients) {
-  VideoResNetOptions o;
-  o.arch = VideoArch::kR2Plus1D;
-  o.num_classes = 4;
-  o.width = 8;
-  o.layers = {1, 1, 1, 1};
   torch::manual_seed(5);
-  VideoResNet model(o);
+  VideoResNet model(Small(VideoArch::kR2Plus1D, 8, 4));
   const torch::Tensor x = torch::randn({1, 3, 4, 32, 32});
   const torch::Tensor y = torch::tensor({2});
   auto loss_and_grads = [&] {
@@ -153,11 +154,7 @@ TEST(VideoResNetTest, ItsUnitsChainedAreTheForwardAndOwnEveryParameterOnce) {
 }
 
 TEST(VideoResNetTest, LoadingRefusesMissingAndUnexpectedTensors) {
-  VideoResNetOptions o;
-  o.arch = VideoArch::kR3D;
-  o.num_classes = 3;
-  o.width = 8;
-  o.layers = {1, 1, 1, 1};
+  const VideoResNetOptions o = Small(VideoArch::kR3D, 8, 3);
   VideoResNet model(o);
   SafetensorsFile file = SaveStateDict(*model);
   EXPECT_OK(LoadStateDict(*model, file));
