@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <utility>
 
 #include "base/sync_point.h"
@@ -49,6 +50,80 @@ void ThreadPool::WorkerLoop() {
     // Jobs are packaged_tasks (see Submit), which store exceptions in their future, so nothing
     // escapes into this thread.
     job();
+  }
+}
+
+struct SpareThreads::Worker {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void()> job;  // set while there is work for the thread
+  std::promise<void> done;
+  bool stopping = false;
+  std::thread thread;
+};
+
+SpareThreads::SpareThreads(size_t threads) {
+  for (size_t i = 0; i < threads; ++i) {
+    workers_.push_back(std::make_unique<Worker>());
+    idle_.push_back(workers_.back().get());
+  }
+  for (auto& worker : workers_) worker->thread = std::thread([this, w = worker.get()] { Loop(w); });
+}
+
+SpareThreads::~SpareThreads() {
+  for (auto& worker : workers_) {
+    {
+      std::lock_guard<std::mutex> lock(worker->mu);
+      worker->stopping = true;
+    }
+    worker->cv.notify_one();
+  }
+  for (auto& worker : workers_) worker->thread.join();
+}
+
+std::optional<std::future<void>> SpareThreads::Offer(std::function<void()> fn) {
+  Worker* worker = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.empty()) return std::nullopt;
+    worker = idle_.back();
+    idle_.pop_back();
+  }
+  std::future<void> done;
+  {
+    std::lock_guard<std::mutex> lock(worker->mu);
+    worker->job = std::move(fn);
+    worker->done = std::promise<void>();
+    done = worker->done.get_future();
+  }
+  worker->cv.notify_one();
+  return done;
+}
+
+void SpareThreads::Loop(Worker* worker) {
+  while (true) {
+    std::function<void()> job;
+    std::promise<void> done;
+    {
+      std::unique_lock<std::mutex> lock(worker->mu);
+      worker->cv.wait(lock, [worker] { return worker->stopping || worker->job != nullptr; });
+      if (worker->job == nullptr) return;  // stopping, and nothing was handed over
+      job = std::exchange(worker->job, nullptr);
+      done = std::move(worker->done);
+    }
+    std::exception_ptr thrown;
+    try {
+      job();
+    } catch (...) {  // handed to the caller through its future
+      thrown = std::current_exception();
+    }
+    {
+      // Idle again before the caller hears that the work is done, so that an Offer made once
+      // the future is ready finds this thread.
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_.push_back(worker);
+    }
+    thrown ? done.set_exception(thrown) : done.set_value();
   }
 }
 

@@ -8,7 +8,9 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -47,6 +49,32 @@ class ThreadPool {
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+};
+
+// Threads that take work only while idle. Offer hands fn to an idle thread, or declines at once
+// when every thread is busy, and the caller then does the work itself: one request's work split
+// this way uses the cores a server has free, and never waits behind other requests' work, as
+// it would in a ThreadPool's queue on a loaded machine.
+class SpareThreads {
+ public:
+  explicit SpareThreads(size_t threads);
+  ~SpareThreads();  // waits for the work running, then joins the threads
+  SpareThreads(const SpareThreads&) = delete;
+  SpareThreads& operator=(const SpareThreads&) = delete;
+
+  size_t size() const { return workers_.size(); }
+
+  // fn started on an idle thread, and a future that is ready when it has returned (holding what
+  // it threw); no value when no thread was idle.
+  std::optional<std::future<void>> Offer(std::function<void()> fn);
+
+ private:
+  struct Worker;
+  void Loop(Worker* worker);
+
+  std::mutex mu_;
+  std::vector<Worker*> idle_;
+  std::vector<std::unique_ptr<Worker>> workers_;
 };
 
 // Runs fn(0..n-1) on the calling thread plus up to parallelism-1 of `pool`'s threads, stopping at

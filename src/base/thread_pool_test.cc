@@ -167,6 +167,72 @@ TEST(ThreadPoolTest, SingleWorkerRunsInFifoOrder) {
   EXPECT_EQ(order, expected);
 }
 
+TEST(SpareThreadsTest, RunsOfferedWorkOnAnotherThread) {
+  SpareThreads spare(1);
+  EXPECT_EQ(spare.size(), 1u);
+  std::thread::id ran_on;
+  auto done = spare.Offer([&] { ran_on = std::this_thread::get_id(); });
+  ASSERT_TRUE(done.has_value());
+  done->get();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  EXPECT_NE(ran_on, std::thread::id());
+}
+
+TEST(SpareThreadsTest, DeclinesWhileEveryThreadIsBusyAndTakesWorkOnceItIsDone) {
+  SpareThreads spare(2);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto first = spare.Offer([released] { released.wait(); });
+  auto second = spare.Offer([released] { released.wait(); });
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(second.has_value());
+  int ran = 0;
+  EXPECT_FALSE(spare.Offer([&] { ++ran; }).has_value());  // both busy: the caller does it
+  release.set_value();
+  first->get();
+  second->get();
+  // Ready futures mean idle threads: these are taken, every time.
+  for (int i = 0; i < 20; ++i) {
+    auto again = spare.Offer([&] { ++ran; });
+    ASSERT_TRUE(again.has_value()) << i;
+    again->get();
+  }
+  EXPECT_EQ(ran, 20);
+}
+
+TEST(SpareThreadsTest, NoThreadsDeclinesEverything) {
+  SpareThreads none(0);
+  EXPECT_FALSE(none.Offer([] {}).has_value());
+}
+
+TEST(SpareThreadsTest, WhatTheWorkThrowsReachesTheCallerAndTheThreadLivesOn) {
+  SpareThreads spare(1);
+  auto failed = spare.Offer([] { throw std::runtime_error("boom"); });
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_THROW(failed->get(), std::runtime_error);
+  bool ran = false;
+  auto next = spare.Offer([&] { ran = true; });
+  ASSERT_TRUE(next.has_value());
+  next->get();
+  EXPECT_TRUE(ran);
+}
+
+TEST(SpareThreadsTest, DestructorWaitsForRunningWork) {
+  std::atomic<bool> finished{false};
+  std::promise<void> started;
+  {
+    SpareThreads spare(1);
+    auto done = spare.Offer([&] {
+      started.set_value();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      finished = true;
+    });
+    ASSERT_TRUE(done.has_value());
+    started.get_future().wait();
+  }
+  EXPECT_TRUE(finished.load());
+}
+
 TEST(ParallelForTest, RunsEveryIndexOnceAcrossThreads) {
   ThreadPool pool(3);
   std::vector<std::atomic<int>> seen(1000);

@@ -49,7 +49,7 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
-Response FromBeast(bhttp::response<bhttp::string_body>&& message) {
+Response FromBeast(bhttp::response<AppendingStringBody>&& message) {
   Response response;
   response.status = static_cast<int>(message.result_int());
   response.headers = HeadersOf(message);
@@ -236,7 +236,7 @@ Attempt Client::Impl::Exchange(const BeastRequest& request, Clock::time_point de
             {},
             IsClosedByPeer(ec)};
   }
-  bhttp::response_parser<bhttp::string_body> parser;
+  bhttp::response_parser<AppendingStringBody> parser;
   parser.body_limit(options.max_response_bytes);
   parser.header_limit(1 << 20);
   parser.skip(request.method() == bhttp::verb::head);  // HEAD answers have no body

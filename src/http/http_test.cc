@@ -148,6 +148,24 @@ TEST_F(HttpTest, BodyOverTheLimitIs413AndTheServerKeepsServing) {
   EXPECT_EQ(fresh.status, 200);
 }
 
+TEST_F(HttpTest, BodiesOfKnownLengthHaveRoomToReadPastTheirEnd) {
+  Router router;
+  REEL_CHECK(router
+                 .Add("POST", "/room",
+                      [](const Request& r) {
+                        return Response::Text(200,
+                                              std::to_string(r.body.capacity() - r.body.size()));
+                      })
+                 .ok());
+  Server& server = StartServer(std::move(router));
+  Client client = MakeClient(server);
+  for (size_t size : {size_t{1}, size_t{5000}, size_t{3} << 20}) {
+    ASSERT_OK_AND_ASSIGN(Response answer, client.Post("/room", std::string(size, 'x')));
+    ASSERT_EQ(answer.status, 200);
+    EXPECT_GE(std::stoul(answer.body), kBodyReadAhead) << size;
+  }
+}
+
 TEST_F(HttpTest, HeadersOverTheLimitAre431) {
   ServerOptions options;
   options.max_header_bytes = 4096;

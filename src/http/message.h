@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -38,12 +39,17 @@ struct CaseInsensitiveLess {
 };
 using Headers = std::map<std::string, std::string, CaseInsensitiveLess>;
 
+inline constexpr size_t kBodyReadAhead = 64;
+
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string target;  // as sent: "/v2/models/m%20x/infer?timeout=5"
   std::string path;    // the target before '?', still percent-encoded: "/v2/models/m%20x/infer"
   std::map<std::string, std::string> query;  // decoded; a repeated key keeps its last value
   Headers headers;
+  // The server reads a body of known length into a string with kBodyReadAhead bytes of
+  // capacity past its end, so that a parser that reads ahead of what it parses (simdjson's
+  // 64 bytes of padding) can parse it where it lies instead of copying it first.
   std::string body;
   std::map<std::string, std::string> params;  // route pattern captures, percent-decoded
   std::string peer;                           // "127.0.0.1:53412"

@@ -107,7 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t id_ = 0;
   bool idle_ = false;  // waiting for a request's first byte
   beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::request_parser<AppendingStringBody>> parser_;
   std::optional<bhttp::response<bhttp::empty_body>> continue_;
   std::optional<BeastResponse> response_;  // alive while it is written
   Clock::time_point read_deadline_;

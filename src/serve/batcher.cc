@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "base/allocator.h"
 #include "base/check.h"
 
 namespace reel::serve {
@@ -85,6 +86,9 @@ struct Batcher::Impl {
   bool stopping = false;                       // guarded by mu
   BatcherStats stats;                          // guarded by mu
   std::vector<std::thread> threads;
+  // Each instance's batch, joined from its requests: kept from one batch to the next, so that a
+  // batch of 8 clips (9.6 MB) is not faulted into new memory every time.
+  std::vector<UninitializedVector<float>> joined;
 
   void Loop(int instance) {
     for (;;) {
@@ -157,13 +161,13 @@ struct Batcher::Impl {
   void Execute(int instance, Batch batch) {
     int64_t n = 0;
     for (const auto& p : batch) n += p->work.n;
-    std::vector<float> joined;
-    const float* input = batch[0]->work.input.data();
+    const float* input = batch[0]->work.data();
     if (batch.size() > 1) {
-      joined.reserve(static_cast<size_t>(n * sample_size));
-      for (const auto& p : batch)
-        joined.insert(joined.end(), p->work.input.begin(), p->work.input.end());
-      input = joined.data();
+      auto& buffer = joined[static_cast<size_t>(instance)];
+      buffer.resize(static_cast<size_t>(n * sample_size));
+      float* at = buffer.data();
+      for (const auto& p : batch) at = std::copy_n(p->work.data(), p->work.size(), at);
+      input = buffer.data();
     }
     const Clock::TimePoint start = clock->Now();
     Result<std::vector<float>> output = forward(instance, input, n);
@@ -223,6 +227,7 @@ Result<std::unique_ptr<Batcher>> Batcher::Start(BatcherOptions options, int64_t 
   impl->forward = std::move(forward);
   impl->clock = clock;
   Impl* raw = impl.get();
+  raw->joined.resize(static_cast<size_t>(raw->options.instances));
   for (int i = 0; i < raw->options.instances; ++i) {
     raw->threads.emplace_back([raw, i] { raw->Loop(i); });
   }
@@ -236,10 +241,10 @@ Result<BatchResult> Batcher::Run(BatchWork work) {
                                 std::to_string(s.options.max_batch) + "], not " +
                                 std::to_string(work.n));
   }
-  if (work.input.size() != static_cast<size_t>(work.n * s.sample_size)) {
+  if (work.size() != static_cast<size_t>(work.n * s.sample_size)) {
     return InvalidArgumentError("a request of " + std::to_string(work.n) + " samples needs " +
                                 std::to_string(work.n * s.sample_size) + " values, not " +
-                                std::to_string(work.input.size()));
+                                std::to_string(work.size()));
   }
   std::future<Result<BatchResult>> answer;
   {

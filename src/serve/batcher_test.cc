@@ -119,6 +119,14 @@ BatchWork Work(float a, float b) {
   return work;
 }
 
+// The same floats as a request's FP32 bytes, as the server hands them over.
+BatchWork BytesWork(float a, float b) {
+  BatchWork work;
+  const float values[] = {a, b};
+  work.input_bytes.assign(reinterpret_cast<const char*>(values), sizeof(values));
+  return work;
+}
+
 std::future<Result<BatchResult>> RunAsync(Batcher* batcher, BatchWork work) {
   return std::async(std::launch::async, [batcher, work = std::move(work)]() mutable {
     return batcher->Run(std::move(work));
@@ -132,18 +140,24 @@ bool WaitForQueued(const Batcher& batcher, int64_t count) {
 TEST(Batcher, FillsABatchAndGivesEachRequestItsOwnAnswer) {
   GatedModel model(/*gated=*/false);
   ASSERT_OK_AND_ASSIGN(auto batcher, Batcher::Start(Options(4, hours(1)), 2, 1, model.Fn()));
-  std::vector<std::future<Result<BatchResult>>> answers;
-  for (int i = 0; i < 4; ++i) answers.push_back(RunAsync(batcher.get(), Work(i, 10.f * i)));
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_OK_AND_ASSIGN(BatchResult result, answers[i].get());
-    EXPECT_THAT(result.output, ::testing::ElementsAre(11.f * i));
-    EXPECT_EQ(result.batch_size, 4);
+  // Two rounds: the second batch is joined in the buffer the first one left.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::future<Result<BatchResult>>> answers;
+    for (int i = 0; i < 4; ++i) {
+      const float a = static_cast<float>(i + round);
+      answers.push_back(RunAsync(batcher.get(), i % 2 ? BytesWork(a, 10 * a) : Work(a, 10 * a)));
+    }
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_OK_AND_ASSIGN(BatchResult result, answers[i].get());
+      EXPECT_THAT(result.output, ::testing::ElementsAre(11.f * static_cast<float>(i + round)));
+      EXPECT_EQ(result.batch_size, 4);
+    }
   }
-  EXPECT_THAT(model.calls(), ::testing::ElementsAre(4));
+  EXPECT_THAT(model.calls(), ::testing::ElementsAre(4, 4));
   const BatcherStats stats = batcher->stats();
-  EXPECT_EQ(stats.succeeded, 4);
-  EXPECT_EQ(stats.batches, 1);
-  EXPECT_EQ(stats.batch_sizes.at(4), 1);
+  EXPECT_EQ(stats.succeeded, 8);
+  EXPECT_EQ(stats.batches, 2);
+  EXPECT_EQ(stats.batch_sizes.at(4), 2);
 }
 
 TEST(Batcher, RequestsGatherWhileTheInstanceIsBusy) {
@@ -254,6 +268,9 @@ TEST(Batcher, RefusesMalformedWork) {
   BatchWork short_input;
   short_input.input = {1};
   EXPECT_STATUS(batcher->Run(std::move(short_input)), StatusCode::kInvalidArgument);
+  BatchWork short_bytes;
+  short_bytes.input_bytes = std::string(7, '\0');  // one float and three bytes
+  EXPECT_STATUS(batcher->Run(std::move(short_bytes)), StatusCode::kInvalidArgument);
   EXPECT_TRUE(model.calls().empty());
 }
 

@@ -221,14 +221,13 @@ Status CheckRequest(const InferRequest& request, const ModelInfo& info) {
 }
 
 // A pixel tensor as one piece of batcher work.
-Result<BatchWork> TensorWork(const Tensor& input, const ModelInfo& info) {
+Result<BatchWork> TensorWork(Tensor input, const ModelInfo& info) {
   BatchWork work;
   REEL_ASSIGN_OR_RETURN(work.n, BatchOf(input, info));
   if (input.datatype == DataType::kUint8) {
     work.input = NormalizeUint8(input.data, info);
   } else {
-    work.input.resize(input.data.size() / sizeof(float));
-    std::memcpy(work.input.data(), input.data.data(), work.input.size() * sizeof(float));
+    work.input_bytes = std::move(input.data);
   }
   return work;
 }

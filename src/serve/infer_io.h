@@ -29,8 +29,9 @@ inline constexpr const char* kTimeline = "timeline";
 // only for videos. InvalidArgument naming the problem.
 Status CheckRequest(const InferRequest& request, const ModelInfo& info);
 
-// A pixel tensor (FP32, or UINT8 normalised here) as one piece of batcher work.
-Result<BatchWork> TensorWork(const Tensor& input, const ModelInfo& info);
+// A pixel tensor (FP32, or UINT8 normalised here) as one piece of batcher work. An FP32
+// tensor's bytes move into it, not copied.
+Result<BatchWork> TensorWork(Tensor input, const ModelInfo& info);
 
 // The bytes of a video named by URI or path, when it lies under one of `prefixes`
 // (PermissionDenied otherwise, and always when there are none).

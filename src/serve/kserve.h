@@ -109,8 +109,11 @@ struct ParseLimits {
 };
 
 // `json_length`: Inference-Header-Content-Length, absent when the whole body is JSON.
+// `readable`: how many bytes from body.data() may be read, where the caller has more than
+// body.size() (a string's capacity: the HTTP server gives bodies http::kBodyReadAhead more).
+// With 64 past the JSON (simdjson's padding) the JSON is parsed where it lies, not copied first.
 Result<InferRequest> ParseInferRequest(std::string_view body, std::optional<size_t> json_length,
-                                       const ParseLimits& limits = {});
+                                       const ParseLimits& limits = {}, size_t readable = 0);
 // Tensors whose RequestedOutput says binary (or all, with `all_binary`) travel after the JSON.
 Body EncodeInferResponse(const InferResponse& response, const std::vector<RequestedOutput>& outputs,
                          bool all_binary);

@@ -68,6 +68,14 @@ Status ReadJsonData(std::string_view text, int64_t expected, Tensor* tensor);
 // then reads it and words the error.
 int64_t ScanNumberArray(std::string_view text, int max_nesting, float* out, int64_t capacity);
 int64_t ScanNumberArray(std::string_view text, int max_nesting, uint8_t* out, int64_t capacity);
+// An array of 256 KiB or more is read in two halves at once, split at a ',' near its middle,
+// when a spare thread is idle (else by the caller alone). For the tests: the same split at the
+// ',' at `split` (a bug if it is not one), the second half on a new thread; the same answer as
+// the scan in one piece.
+int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, float* out,
+                               int64_t capacity);
+int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, uint8_t* out,
+                               int64_t capacity);
 
 // Whether a tensor's data has no JSON form (FP16, BF16, BYTES that are not UTF-8).
 bool NeedsBinary(const Tensor& t);

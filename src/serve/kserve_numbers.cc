@@ -2,7 +2,8 @@
 // a JSON array of plain numbers. simdjson reads a number per call through its iterator; here the
 // separators of the whole array are found first (16 bytes a step), so every number's start and
 // end are known before it is read and the CPU overlaps the reads of successive numbers, and the
-// usual short number is read without a branch per digit or on its sign.
+// usual short number is read without a branch per digit or on its sign. A large array is read
+// in two halves at once when a core is free: at concurrency 1 the parse is a request's wait.
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -11,9 +12,16 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
+#include "base/check.h"
+#include "base/thread_pool.h"
 #include "serve/kserve_internal.h"
 
 namespace reel::serve::internal {
@@ -250,15 +258,20 @@ bool ReadElement(const char* gap, const char* gap_end, bool /*room*/, uint8_t* o
 
 // Reads the array from its separators, given one at a time in order: between two of them is a
 // number where a value must be, else only space (after ']', before '[', in an empty array).
+// A reader can also start at a ',' inside the array (`resume_at`), for the second half of a
+// split array: depths are then counted from the depth there, which the first half tells.
 template <class T>
 class ArrayReader {
  public:
-  ArrayReader(std::string_view text, int max_nesting, T* out, int64_t capacity)
+  ArrayReader(std::string_view text, int max_nesting, T* out, int64_t capacity,
+              const char* resume_at = nullptr)
       : base_(text.data()),
         end_(text.data() + text.size()),
         max_nesting_(max_nesting),
         out_(out),
-        capacity_(capacity) {}
+        capacity_(capacity),
+        previous_(resume_at),
+        floor_(resume_at == nullptr ? 0 : -max_nesting) {}
 
   bool Next(uint32_t at) {
     const char* separator = base_ + at;
@@ -271,7 +284,13 @@ class ArrayReader {
     const char after = *separator;
     previous_ = separator;
     if (before == '[' && ++depth_ > max_nesting_) return false;
-    if (before == ']' && --depth_ == 0) return false;  // something after the array's end
+    if (before == ']') {
+      // At the floor, the outermost array has closed and something follows it (a resumed
+      // reader's floor is as low as any array it could be inside reaches).
+      if (--depth_ == floor_) return false;
+      lowest_ = std::min(lowest_, depth_);
+    }
+    highest_ = std::max(highest_, depth_);
     const bool value_slot = before != ']' && after != '[';
     const bool empty_array = before == '[' && after == ']' && OnlySpace(gap, separator);
     if (!value_slot) return OnlySpace(gap, separator) && !(before == ']' && after == '[');
@@ -282,35 +301,127 @@ class ArrayReader {
   }
 
   // How many numbers the array held, or -1 if it did not close or text follows it.
-  int64_t Finish() const {
-    const bool closed = previous_ != nullptr && *previous_ == ']' && depth_ == 1;
-    return closed && OnlySpace(previous_ + 1, end_) ? count_ : -1;
+  int64_t Finish() const { return Closed(depth_) ? count_ : -1; }
+
+  // For a reader that stopped at a ',' (the first half of a split): how deep it is there. For
+  // one that resumed there: whether the array it read on from `depth` stays within the nesting
+  // limit, never closes early, and closes at the end; and how many numbers it read.
+  int depth() const { return depth_; }
+  bool FitsAfter(int depth) const {
+    return depth + highest_ <= max_nesting_ && depth + lowest_ >= 1 && Closed(depth + depth_);
   }
+  int64_t count() const { return count_; }
 
  private:
+  bool Closed(int depth) const {
+    return previous_ != nullptr && *previous_ == ']' && depth == 1 &&
+           OnlySpace(previous_ + 1, end_);
+  }
+
   const char* const base_;
   const char* const end_;
   const int max_nesting_;
   T* const out_;
   const int64_t capacity_;
-  const char* previous_ = nullptr;
-  int depth_ = 0;
+  const char* previous_;
+  const int floor_;
+  int depth_ = 0, lowest_ = 0, highest_ = 0;
   int64_t count_ = 0;
 };
+
+// Hands text[from, to)'s separators to `reader`; false at the first it refuses (or a '"').
+template <class T>
+bool Feed(std::string_view text, size_t from, size_t to, ArrayReader<T>* reader) {
+  uint32_t found[kBlock + 4];
+  for (size_t at = from; at < to; at += kBlock) {
+    const int n = FindSeparators(text, at, std::min(to, at + kBlock), found);
+    if (n < 0) return false;
+    for (int i = 0; i < n; ++i) {
+      if (!reader->Next(found[i])) return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+int64_t ScanWhole(std::string_view text, int max_nesting, T* out, int64_t capacity) {
+  ArrayReader<T> reader(text, max_nesting, out, capacity);
+  return Feed(text, 0, text.size(), &reader) ? reader.Finish() : -1;
+}
+
+// ---- a large array read in two halves at once --------------------------------------------------
+
+// Below this a request's array is read by one thread: the hand-over to a second costs about as
+// much as reading 40,000 numbers takes it.
+constexpr size_t kSplitBytes = 256 << 10;
+
+// The second half's numbers, on the thread that reads them: kept between requests, so that a
+// server's requests do not fault in a fresh buffer each (a page fault costs several
+// microseconds on a VM), unless it grew past what a usual request needs.
+template <class T>
+T* Scratch(int64_t count) {
+  constexpr int64_t kKept = (64 << 20) / sizeof(T);
+  thread_local std::unique_ptr<T[]> buffer;
+  thread_local int64_t size = 0;
+  if (count > size || (size > kKept && count <= kKept)) {
+    buffer.reset(new T[static_cast<size_t>(count)]);  // NOLINT: left unset, written before read
+    size = count;
+  }
+  return buffer.get();
+}
+
+// The first half [0, split] on the calling thread into `out`, and the second, from the ',' at
+// `split`, by `run_second` (which runs it elsewhere and returns a wait, or returns none if it
+// cannot), into its thread's scratch: that thread moves its numbers into place once the first
+// half has told how many it read. -1 as ScanWhole when either half refuses; no second thread:
+// the whole array on this one.
+template <class T, class RunSecond>
+int64_t ScanSplit(std::string_view text, int max_nesting, T* out, int64_t capacity, size_t split,
+                  const RunSecond& run_second) {
+  std::promise<std::pair<int64_t, int>> first_promise;  // its count and depth, or -1 count
+  std::shared_future<std::pair<int64_t, int>> first = first_promise.get_future().share();
+  int64_t total = -1;
+  auto second = [&text, max_nesting, out, capacity, split, first, &total] {
+    T* scratch = Scratch<T>(capacity);
+    ArrayReader<T> reader(text, max_nesting, scratch, capacity, text.data() + split);
+    const bool read = Feed(text, split + 1, text.size(), &reader);
+    const auto [count, depth] = first.get();
+    if (!read || count < 0 || !reader.FitsAfter(depth) || reader.count() > capacity - count) {
+      return;
+    }
+    std::memcpy(out + count, scratch, static_cast<size_t>(reader.count()) * sizeof(T));
+    total = count + reader.count();
+  };
+  std::optional<std::future<void>> done = run_second(second);
+  if (!done) return ScanWhole(text, max_nesting, out, capacity);
+  ArrayReader<T> reader(text, max_nesting, out, capacity);
+  const bool read = Feed(text, 0, split + 1, &reader);
+  first_promise.set_value({read ? reader.count() : -1, reader.depth()});
+  done->get();
+  return total;
+}
+
+// For the tests of the split: the second half on a thread of its own.
+std::optional<std::future<void>> RunOnNewThread(std::function<void()> fn) {
+  return std::async(std::launch::async, std::move(fn));
+}
+
+SpareThreads& ScanThreads() {
+  // Never destroyed: handler threads may parse while statics are torn down at exit.
+  static auto* threads = new SpareThreads(HardwareThreads() - 1);
+  return *threads;
+}
 
 template <class T>
 int64_t ScanArray(std::string_view text, int max_nesting, T* out, int64_t capacity) {
   if (text.size() >= (size_t{1} << 32)) return -1;
-  ArrayReader<T> reader(text, max_nesting, out, capacity);
-  uint32_t found[kBlock + 4];
-  for (size_t from = 0; from < text.size(); from += kBlock) {
-    const int n = FindSeparators(text, from, std::min(text.size(), from + kBlock), found);
-    if (n < 0) return -1;
-    for (int i = 0; i < n; ++i) {
-      if (!reader.Next(found[i])) return -1;
-    }
-  }
-  return reader.Finish();
+  const char* comma = text.size() < kSplitBytes
+                          ? nullptr
+                          : static_cast<const char*>(std::memchr(text.data() + text.size() / 2, ',',
+                                                                 text.size() - text.size() / 2));
+  if (comma == nullptr) return ScanWhole(text, max_nesting, out, capacity);
+  return ScanSplit(text, max_nesting, out, capacity, static_cast<size_t>(comma - text.data()),
+                   [](std::function<void()> fn) { return ScanThreads().Offer(std::move(fn)); });
 }
 
 }  // namespace
@@ -321,6 +432,18 @@ int64_t ScanNumberArray(std::string_view text, int max_nesting, float* out, int6
 
 int64_t ScanNumberArray(std::string_view text, int max_nesting, uint8_t* out, int64_t capacity) {
   return ScanArray(text, max_nesting, out, capacity);
+}
+
+int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, float* out,
+                               int64_t capacity) {
+  REEL_CHECK(split < text.size() && text[split] == ',');
+  return ScanSplit(text, max_nesting, out, capacity, split, RunOnNewThread);
+}
+
+int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, uint8_t* out,
+                               int64_t capacity) {
+  REEL_CHECK(split < text.size() && text[split] == ',');
+  return ScanSplit(text, max_nesting, out, capacity, split, RunOnNewThread);
 }
 
 }  // namespace reel::serve::internal

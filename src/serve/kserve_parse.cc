@@ -4,6 +4,7 @@
 // try block).
 #include <simdjson.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -377,14 +378,21 @@ Status AttachBinary(std::string_view binary, std::vector<PendingInput>* pending,
 }  // namespace
 
 Result<InferRequest> ParseInferRequest(std::string_view body, std::optional<size_t> json_length,
-                                       const ParseLimits& limits) {
+                                       const ParseLimits& limits, size_t readable) {
   const size_t length = json_length.value_or(body.size());
   if (length > body.size()) {
     return InvalidArgumentError("Inference-Header-Content-Length " + std::to_string(length) +
                                 " is past the body's " + std::to_string(body.size()) + " bytes");
   }
   const internal::ParserPool::Lease parser = internal::Parsers().Take();
-  const simdjson::padded_string json(body.data(), length);
+  // A copy of a 1.6 MB request cost a fifth of its parse, with the page faults of new memory.
+  std::optional<simdjson::padded_string> copy;
+  simdjson::padded_string_view json;
+  if (std::max(readable, body.size()) >= length + simdjson::SIMDJSON_PADDING) {
+    json = simdjson::padded_string_view(body.data(), length, std::max(readable, body.size()));
+  } else {
+    json = copy.emplace(body.data(), length);
+  }
   od::document doc;
   if (auto e = (*parser).iterate(json).get(doc)) return Malformed("JSON", e);
   InferRequest request;

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,24 @@ TEST(KServeCodec, JsonRequestRoundTrips) {
   EXPECT_FALSE(body.json_length.has_value());
   ASSERT_OK_AND_ASSIGN(InferRequest parsed, ParseInferRequest(body.bytes, std::nullopt));
   ExpectSameRequest(request, parsed);
+}
+
+TEST(KServeCodec, ARequestWithRoomPastItsEndIsParsedWhereItLiesAsACopyWouldBe) {
+  const InferRequest request = ClipRequest();
+  const std::string json = EncodeInferRequest(request, /*binary=*/false).bytes;
+  // Whatever the bytes past the end hold, they are not part of the request.
+  for (const std::string& after : {std::string(64, ' '), std::string(64, '9'), std::string(64, ']'),
+                                   std::string(64, '"'), std::string(64, '\0')}) {
+    const std::string buffer = json + after;
+    const std::string_view body(buffer.data(), json.size());
+    ASSERT_OK_AND_ASSIGN(InferRequest parsed,
+                         ParseInferRequest(body, std::nullopt, {}, buffer.size()));
+    ExpectSameRequest(request, parsed);
+    // A truncated request is refused as it is without the room.
+    const std::string_view cut(buffer.data(), json.size() - 3);
+    EXPECT_STATUS(ParseInferRequest(cut, std::nullopt, {}, buffer.size()),
+                  StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(KServeCodec, Fp32DataIsWrittenInItsShortestForm) {
@@ -247,6 +266,99 @@ TEST(KServeNumberScanner, ReadsBytesAsPlainIntegersUpTo255) {
        {"[256]", "[1.0]", "[-0]", "[-1]", "[01]", "[1e2]", "[1000]", "[0x1]", "[ ]1", "[1,]"}) {
     EXPECT_EQ(internal::ScanNumberArray(text, 8, out, 8), -1) << text;
   }
+}
+
+// The whole scan's answer, and the answer of every split at a ',' of `text`: the count, and the
+// numbers when the count is not -1.
+template <class T>
+void ExpectEverySplitReadsAsTheWhole(const std::string& text, int max_nesting, int64_t capacity) {
+  std::vector<T> whole(static_cast<size_t>(capacity) + 1), split(whole.size());
+  const int64_t want = internal::ScanNumberArray(text, max_nesting, whole.data(), capacity);
+  for (size_t at = 0; at < text.size(); ++at) {
+    if (text[at] != ',') continue;
+    std::fill(split.begin(), split.end(), T{});
+    const int64_t got =
+        internal::ScanNumberArraySplitAt(text, at, max_nesting, split.data(), capacity);
+    ASSERT_EQ(got, want) << text << " split at " << at;
+    for (int64_t i = 0; i < want; ++i) {
+      ASSERT_EQ(std::memcmp(&split[i], &whole[i], sizeof(T)), 0) << text << " at " << at;
+    }
+  }
+}
+
+TEST(KServeNumberScanner, ArraysReadInTwoHalvesReadAsInOne) {
+  for (const char* text : {"[1,2,3]",
+                           "[ 1 , 2 ,\n3 ] ",
+                           "[[1,2],[3,4]]",
+                           "[[[1]],[[2,3]],[4]]",
+                           "[1,[[2]],3]",
+                           "[[1,2],[3,4]]]",
+                           "[1,2],3",
+                           "[1,2] x",
+                           "[1,2,[3]",
+                           "[1,2,3",
+                           "[1,,2]",
+                           "[,1]",
+                           "[1,2,\"3\"]",
+                           "[1,2,]",
+                           "[[],[1,2],[]]",
+                           "[[1],[2],[3],[4],[5]]",
+                           "x,[1,2]",
+                           " [1,2,3]",
+                           "[1,2,3,4,5]",
+                           "[[1],2],[3]",
+                           "[1e400,2]",
+                           "[1,2,1e400]",
+                           "[0.5,-0.25,1e-7,3.4e38]"}) {
+    ExpectEverySplitReadsAsTheWhole<float>(text, 8, 8);
+    ExpectEverySplitReadsAsTheWhole<float>(text, 2, 8);    // deeper than 2 is refused
+    ExpectEverySplitReadsAsTheWhole<float>(text, 8, 4);    // more than 4 is refused
+    ExpectEverySplitReadsAsTheWhole<uint8_t>(text, 8, 8);  // and as bytes
+  }
+  // Random short texts of the array's own characters, many of them malformed.
+  Rng rng = Rng::Stream(20261206, 1);
+  const std::string alphabet = "[],,,1 29.-e\"";
+  for (int i = 0; i < 4000; ++i) {
+    std::string text = "[";
+    const int n = 1 + rng.UniformInt(14);
+    for (int k = 0; k < n; ++k) text += alphabet[static_cast<size_t>(rng.UniformInt(13))];
+    ExpectEverySplitReadsAsTheWhole<float>(text, 1 + rng.UniformInt(3), 1 + rng.UniformInt(6));
+    ExpectEverySplitReadsAsTheWhole<uint8_t>(text, 3, 6);
+  }
+}
+
+TEST(KServeNumberScanner, LargeArraysReadTheSameSplitOrNot) {
+  // Over the size that is read in two halves when a spare thread is idle (256 KiB): whichever
+  // way it was read, the numbers are those of the reader in one piece, and a split anywhere
+  // gives them too.
+  const std::vector<std::string> texts = NumberTexts();
+  std::string array = "[[";
+  int64_t count = 0;
+  while (array.size() < (600 << 10)) {
+    if (count > 0) array += count % 112 == 0 ? "],[" : ", ";
+    array += texts[static_cast<size_t>(count) % texts.size()];
+    ++count;
+  }
+  array += "]]";
+  std::vector<float> whole(static_cast<size_t>(count)), got(whole.size());
+  for (size_t at : {size_t{4}, array.size() / 3, array.size() / 2, array.rfind(',')}) {
+    const size_t comma = array.find(',', at);
+    ASSERT_NE(comma, std::string::npos);
+    std::fill(whole.begin(), whole.end(), 0.f);
+    ASSERT_EQ(internal::ScanNumberArraySplitAt(array, comma, 8, whole.data(), count), count);
+    for (int64_t i = 0; i < count; i += 997) {
+      const float want = Reference(texts[static_cast<size_t>(i) % texts.size()]);
+      ASSERT_EQ(std::memcmp(&whole[i], &want, 4), 0) << i;
+    }
+  }
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_EQ(internal::ScanNumberArray(array, 8, got.data(), count), count);
+    ASSERT_EQ(std::memcmp(got.data(), whole.data(), whole.size() * sizeof(float)), 0);
+  }
+  EXPECT_EQ(internal::ScanNumberArray(array, 1, got.data(), count), -1) << "two deep";
+  EXPECT_EQ(internal::ScanNumberArray(array, 8, got.data(), count - 1), -1) << "one too many";
+  array.insert(array.size() - 20, "\"");
+  EXPECT_EQ(internal::ScanNumberArray(array, 8, got.data(), count), -1) << "a quote at the end";
 }
 
 TEST(KServeCodec, DataOfEveryShapeAndKeyOrderReadsTheSame) {

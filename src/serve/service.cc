@@ -193,7 +193,7 @@ struct Service::Impl {
       served = FindFor(request, &parsed->id);  // the canary's share
       if (!served.ok()) return ErrorResponse(served.status());
     }
-    Result<Body> body = parsed.ok() ? InferOn(**served, *parsed, request.client_gone)
+    Result<Body> body = parsed.ok() ? InferOn(**served, std::move(*parsed), request.client_gone)
                                     : Result<Body>(parsed.status());
     (*served)->Record(std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::steady_clock::now() - start)
@@ -214,11 +214,11 @@ struct Service::Impl {
     }
     REEL_ASSIGN_OR_RETURN(std::optional<size_t> json_length,
                           JsonLengthHeader(request.Header(kJsonLengthHeader), request.body.size()));
-    return ParseInferRequest(request.body, json_length);
+    return ParseInferRequest(request.body, json_length, {}, request.body.capacity());
   }
 
   // `gone`: whether the client has left (may be empty); such a request is dropped before compute.
-  Result<Body> InferOn(Served& served, const InferRequest& parsed,
+  Result<Body> InferOn(Served& served, InferRequest parsed,
                        const std::function<bool()>& gone) const {
     const ModelInfo& info = served.model->info();
     REEL_RETURN_IF_ERROR(CheckRequest(parsed, info));
@@ -229,12 +229,13 @@ struct Service::Impl {
     how.gone = gone;
     how.clips = parsed.clips.value_or(0);
     how.timeline = WantsTimeline(parsed);
-    REEL_ASSIGN_OR_RETURN(Scores scores, Score(served, parsed.inputs[0], how));
+    // The input's data moves on to the batcher; the response needs only the rest.
+    REEL_ASSIGN_OR_RETURN(Scores scores, Score(served, std::move(parsed.inputs[0]), how));
     return EncodeInferResponse(ResponseFor(parsed, served.name, info, scores), parsed.outputs,
                                parsed.binary_output);
   }
 
-  Result<Scores> Score(Served& served, const Tensor& input, const VideoScoring& how) const {
+  Result<Scores> Score(Served& served, Tensor input, const VideoScoring& how) const {
     const ModelInfo& info = served.model->info();
     if (input.name == kUri) {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> uris, input.Strings());
@@ -249,7 +250,7 @@ struct Service::Impl {
       REEL_ASSIGN_OR_RETURN(std::vector<std::string_view> videos, input.Strings());
       return ScoreVideos(*served.batcher, info, videos, how);
     }
-    REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(input, info));
+    REEL_ASSIGN_OR_RETURN(BatchWork work, TensorWork(std::move(input), info));
     work.deadline = how.deadline;
     work.cancelled = how.gone;
     Scores scores;
