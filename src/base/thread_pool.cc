@@ -1,5 +1,10 @@
 #include "base/thread_pool.h"
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -53,6 +58,30 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+namespace {
+
+#if defined(__linux__)
+// The cores the calling thread may use, which the threads it starts inherit; empty if unknown.
+cpu_set_t CoresAllowed() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) CPU_ZERO(&allowed);
+  return allowed;
+}
+
+// Lets `thread` run on any of `allowed` but the caller's core, when there is another.
+void KeepOffThisCore(std::thread& thread, cpu_set_t allowed) {
+  const int here = sched_getcpu();
+  if (here < 0) return;
+  CPU_CLR(here, &allowed);
+  if (CPU_COUNT(&allowed) > 0) {
+    pthread_setaffinity_np(thread.native_handle(), sizeof(allowed), &allowed);
+  }
+}
+#endif
+
+}  // namespace
+
 struct SpareThreads::Worker {
   std::mutex mu;
   std::condition_variable cv;
@@ -60,6 +89,9 @@ struct SpareThreads::Worker {
   std::promise<void> done;
   bool stopping = false;
   std::thread thread;
+#if defined(__linux__)
+  cpu_set_t cores = CoresAllowed();  // the cores it started with
+#endif
 };
 
 SpareThreads::SpareThreads(size_t threads) {
@@ -89,6 +121,9 @@ std::optional<std::future<void>> SpareThreads::Offer(std::function<void()> fn) {
     worker = idle_.back();
     idle_.pop_back();
   }
+#if defined(__linux__)
+  KeepOffThisCore(worker->thread, worker->cores);
+#endif
   std::future<void> done;
   {
     std::lock_guard<std::mutex> lock(worker->mu);

@@ -65,7 +65,10 @@ class SpareThreads {
   size_t size() const { return workers_.size(); }
 
   // fn started on an idle thread, and a future that is ready when it has returned (holding what
-  // it threw); no value when no thread was idle.
+  // it threw); no value when no thread was idle. The thread runs it on another core than the
+  // caller's (where the process may use another): the caller goes on working, and Linux may wake
+  // a thread on the waker's own core while the others idle, where it waits for the caller to
+  // sleep (on the development VM, after 5 ms idle, two wake-ups in three, some 3 ms late).
   std::optional<std::future<void>> Offer(std::function<void()> fn);
 
  private:

@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -198,6 +199,32 @@ TEST(SpareThreadsTest, DeclinesWhileEveryThreadIsBusyAndTakesWorkOnceItIsDone) {
     again->get();
   }
   EXPECT_EQ(ran, 20);
+}
+
+TEST(SpareThreadsTest, WorkRunsOnAnotherCoreThanTheCallers) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "the process may use one core";
+  SpareThreads spare(1);  // its thread may use every core this one may
+  int mine = 0;
+  while (!CPU_ISSET(mine, &allowed)) ++mine;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(mine, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread stays on `mine`
+  // The spare thread's first work holds it to that core too, where a wake-up might leave it.
+  auto held = spare.Offer([&] { sched_setaffinity(0, sizeof(one), &one); });
+  ASSERT_TRUE(held.has_value());
+  held->get();
+  for (int i = 0; i < 20; ++i) {
+    int ran_on = -1;
+    auto done = spare.Offer([&] { ran_on = sched_getcpu(); });
+    ASSERT_TRUE(done.has_value());
+    done->get();
+    EXPECT_NE(ran_on, mine) << i;
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
 }
 
 TEST(SpareThreadsTest, NoThreadsDeclinesEverything) {
