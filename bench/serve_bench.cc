@@ -22,7 +22,8 @@
 //               [--video FILE] [--concurrency 1,4,16,64] [--video-concurrency 1,4]
 //               [--rate R,...] [--requests N] [--seed S] [--precision fp32|bf16|auto]
 //   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
-//   serve_bench --parse-only N      times N parses of the JSON and binary bodies, and exits
+//   serve_bench --parse-only N      times N parses of the JSON and binary bodies, back to back
+//                                   and each after 20 ms asleep, and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
 // throughput. --requests: per rate; default rate × seconds (at least 20).
@@ -304,17 +305,23 @@ void PrintRow(const char* what, const Figures& f, double limit, int limit_batch 
 }
 
 // Server-side parse cost of one request body, without the network: the mean of `n` parses, of
-// a body with the room past its end that the HTTP server gives one.
-double ParseMs(const serve::Body& body, int n) {
+// a body with the room past its end that the HTTP server gives one. With `idle_ms`, each parse
+// comes after that long asleep, as a request at concurrency 1 finds the machine: on this VM a
+// vCPU that idled (or ran the forward pass) has lost what its caches held, and the parse runs
+// up to twice as long as back to back.
+double ParseMs(const serve::Body& body, int n, int idle_ms = 0) {
   std::string bytes;
   bytes.reserve(body.bytes.size() + http::kBodyReadAhead);
   bytes = body.bytes;
-  const auto t0 = Clock::now();
+  double total = 0;
   for (int i = 0; i < n; ++i) {
+    if (idle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    const auto t0 = Clock::now();
     auto parsed = serve::ParseInferRequest(bytes, body.json_length, {}, bytes.capacity());
+    total += Ms(Clock::now() - t0);
     if (!parsed.ok()) Die("parse", parsed.status());
   }
-  return Ms(Clock::now() - t0) / n;
+  return total / n;
 }
 
 // The limit beside a row: the raw forward measured just before it and just after it, averaged.
@@ -338,6 +345,39 @@ void PrintCpu(const CpuPer& json, const CpuPer& binary, const CpuPer& raw) {
       json.faults, binary.faults);
 }
 
+// The served model's cumulative figures from `reel serve`'s /metrics (Triton's names).
+struct ServerMetrics {
+  double success = 0, request_us = 0, queue_us = 0, compute_us = 0;
+};
+
+ServerMetrics Scrape(const std::string& url) {
+  auto client = http::Client::Make(url);
+  if (!client.ok()) Die("metrics client", client.status());
+  auto answer = client->Get("/metrics");
+  if (!answer.ok()) Die("metrics", answer.status());
+  ServerMetrics m;
+  const std::pair<const char*, double*> wanted[] = {
+      {"nv_inference_request_success{", &m.success},
+      {"nv_inference_request_duration_us{", &m.request_us},
+      {"nv_inference_queue_duration_us{", &m.queue_us},
+      {"nv_inference_compute_infer_duration_us{", &m.compute_us}};
+  std::istringstream lines(answer->body);
+  for (std::string line; std::getline(lines, line);) {
+    for (const auto& [prefix, value] : wanted) {
+      if (line.rfind(prefix, 0) == 0) *value += std::atof(line.c_str() + line.rfind(' ') + 1);
+    }
+  }
+  return m;
+}
+
+// The server's own time a request between two scrapes, in ms: from the handler's start (the
+// body already read) to its answer encoded, less the forward pass; and the queue's share of it.
+std::pair<double, double> HandlingMs(const ServerMetrics& a, const ServerMetrics& b) {
+  const double n = std::max(1.0, b.success - a.success);
+  return {((b.request_us - a.request_us) - (b.compute_us - a.compute_us)) / n / 1e3,
+          (b.queue_us - a.queue_us) / n / 1e3};
+}
+
 // The server at batch 1, JSON and binary bodies at concurrency 1, 4 and 16, each pair between
 // two raw batch-1 forwards, and the request overhead at concurrency 1.
 void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body& json,
@@ -345,12 +385,15 @@ void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body&
   Server s = StartServer(model, 1, 0);
   Figures before = raw1;
   for (int c : {1, 4, 16}) {
+    const ServerMetrics m0 = Scrape(s.http->url());
     const CpuClock json_start;
     const Figures fj = Load(s.http->url(), json, c, seconds);
     const CpuPer json_cpu = CpuSince(json_start, fj.requests);
+    const ServerMetrics m1 = Scrape(s.http->url());
     const CpuClock binary_start;
     const Figures fb = Load(s.http->url(), binary, c, seconds);
     const CpuPer binary_cpu = CpuSince(binary_start, fb.requests);
+    const ServerMetrics m2 = Scrape(s.http->url());
     CpuPer raw_cpu;
     const Figures after = RawForward(*model, 1, seconds, &raw_cpu);
     const Figures limit = Bracket(before, after);
@@ -365,6 +408,12 @@ void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body&
       std::printf(
           "request overhead at concurrency 1 (p50 - raw p50): JSON %.2f ms, binary %.2f ms\n",
           fj.p50_ms - limit.p50_ms, fb.p50_ms - limit.p50_ms);
+      const auto [json_ms, json_queue] = HandlingMs(m0, m1);
+      const auto [binary_ms, binary_queue] = HandlingMs(m1, m2);
+      std::printf(
+          "  of it the handler's, from /metrics (request - compute duration; body already read): "
+          "JSON %.2f ms (queue %.2f), binary %.2f ms (queue %.2f)\n",
+          json_ms, json_queue, binary_ms, binary_queue);
     }
     PrintCpu(json_cpu, binary_cpu, raw_cpu);
   }
@@ -620,6 +669,8 @@ int main(int argc, char** argv) {
     std::printf("parse of one request, mean of %d: JSON (%.2f MB) %.3f ms, binary %.3f ms\n",
                 f.parse_only, json.bytes.size() / 1e6, ParseMs(json, f.parse_only),
                 ParseMs(binary, f.parse_only));
+    std::printf("the same, each after 20 ms asleep: JSON %.3f ms, binary %.3f ms\n",
+                ParseMs(json, f.parse_only, 20), ParseMs(binary, f.parse_only, 20));
     return 0;
   }
   models::UseCachingCpuAllocator();  // as reel serve does
