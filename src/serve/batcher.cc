@@ -241,6 +241,10 @@ Result<BatchResult> Batcher::Run(BatchWork work) {
                                 std::to_string(s.options.max_batch) + "], not " +
                                 std::to_string(work.n));
   }
+  if (work.input.empty() && work.input_bytes.size() % sizeof(float) != 0) {
+    return InvalidArgumentError("a request's input of " + std::to_string(work.input_bytes.size()) +
+                                " bytes is not a whole number of floats");
+  }
   if (work.size() != static_cast<size_t>(work.n * s.sample_size)) {
     return InvalidArgumentError("a request of " + std::to_string(work.n) + " samples needs " +
                                 std::to_string(work.n * s.sample_size) + " values, not " +

@@ -271,6 +271,9 @@ TEST(Batcher, RefusesMalformedWork) {
   BatchWork short_bytes;
   short_bytes.input_bytes = std::string(7, '\0');  // one float and three bytes
   EXPECT_STATUS(batcher->Run(std::move(short_bytes)), StatusCode::kInvalidArgument);
+  BatchWork ragged_bytes;
+  ragged_bytes.input_bytes = std::string(9, '\0');  // two floats and a byte
+  EXPECT_STATUS(batcher->Run(std::move(ragged_bytes)), StatusCode::kInvalidArgument);
   EXPECT_TRUE(model.calls().empty());
 }
 
