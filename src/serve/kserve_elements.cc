@@ -194,8 +194,9 @@ Status ReadGeneral(od::value data, int64_t expected, Tensor* tensor) {
 
 // The scanners take the common requests (FP32 or UINT8 arrays of plain numbers) in one pass;
 // true if they did.
-// The tensor's bytes are written in place, not zeroed first (a whole pass over 1.2 MB for a
-// clip); on a refusal they are left empty for the general path.
+// The tensor's bytes are written in place, and not zeroed first where the library allows it
+// (C++23's resize_and_overwrite; a C++17 build zeroes 1.2 MB a clip, see AppendInPlace); on a
+// refusal they are left empty for the general path.
 template <class T>
 bool ScanInto(std::string_view text, int64_t expected, Tensor* tensor) {
   const size_t bytes = static_cast<size_t>(expected) * sizeof(T);
