@@ -43,6 +43,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -53,6 +54,7 @@
 #include "base/allocator.h"
 #include "bench/report.h"
 #include "bench/serve_load.h"
+#include "console/serving.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "models/cpu_allocator.h"
@@ -355,17 +357,17 @@ ServerMetrics Scrape(const std::string& url) {
   if (!client.ok()) Die("metrics client", client.status());
   auto answer = client->Get("/metrics");
   if (!answer.ok()) Die("metrics", answer.status());
+  auto samples = console::ParsePrometheusText(answer->body);
+  if (!samples.ok()) Die("metrics", samples.status());
   ServerMetrics m;
-  const std::pair<const char*, double*> wanted[] = {
-      {"nv_inference_request_success{", &m.success},
-      {"nv_inference_request_duration_us{", &m.request_us},
-      {"nv_inference_queue_duration_us{", &m.queue_us},
-      {"nv_inference_compute_infer_duration_us{", &m.compute_us}};
-  std::istringstream lines(answer->body);
-  for (std::string line; std::getline(lines, line);) {
-    for (const auto& [prefix, value] : wanted) {
-      if (line.rfind(prefix, 0) == 0) *value += std::atof(line.c_str() + line.rfind(' ') + 1);
-    }
+  const std::map<std::string, double*> wanted = {
+      {"nv_inference_request_success", &m.success},
+      {"nv_inference_request_duration_us", &m.request_us},
+      {"nv_inference_queue_duration_us", &m.queue_us},
+      {"nv_inference_compute_infer_duration_us", &m.compute_us}};
+  for (const console::MetricSample& sample : *samples) {
+    const auto it = wanted.find(sample.name);
+    if (it != wanted.end()) *it->second += sample.value;
   }
   return m;
 }

@@ -110,6 +110,7 @@ SpareThreads::~SpareThreads() {
     }
     worker->cv.notify_one();
   }
+  REEL_SYNC_POINT("SpareThreads::~SpareThreads:Stopping");
   for (auto& worker : workers_) worker->thread.join();
 }
 

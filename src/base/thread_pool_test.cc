@@ -86,10 +86,11 @@ TEST(ThreadPoolTest, RunsTasksInParallel) {
 
 // Tasks wait for a gate that opens only once the destructor has begun, so the queue is full
 // when the pool stops (no sleeps deciding that).
+// Opens when the destructor whose sync point is `stopping` has begun, noting what was done by then.
 class GateAtStop {
  public:
-  GateAtStop() {
-    SyncPoint::Get().SetCallback("ThreadPool::~ThreadPool:Stopping", [this] {
+  explicit GateAtStop(const std::string& stopping = "ThreadPool::~ThreadPool:Stopping") {
+    SyncPoint::Get().SetCallback(stopping, [this] {
       done_at_stop_ = done_.load();
       open_.set_value();
     });
@@ -245,19 +246,18 @@ TEST(SpareThreadsTest, WhatTheWorkThrowsReachesTheCallerAndTheThreadLivesOn) {
 }
 
 TEST(SpareThreadsTest, DestructorWaitsForRunningWork) {
-  std::atomic<bool> finished{false};
-  std::promise<void> started;
+  // The work cannot finish before the destructor has begun: it waits for the gate.
+  GateAtStop gate("SpareThreads::~SpareThreads:Stopping");
   {
     SpareThreads spare(1);
-    auto done = spare.Offer([&] {
-      started.set_value();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      finished = true;
+    auto done = spare.Offer([&gate] {
+      gate.Wait();
+      ++gate.done();
     });
     ASSERT_TRUE(done.has_value());
-    started.get_future().wait();
   }
-  EXPECT_TRUE(finished.load());
+  EXPECT_EQ(gate.done_at_stop(), 0);
+  EXPECT_EQ(gate.done().load(), 1);
 }
 
 TEST(ParallelForTest, RunsEveryIndexOnceAcrossThreads) {

@@ -24,9 +24,10 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-// Beast's string_body, except that a body being read is appended to as it arrives. Beast's own
-// reader grows the string with resize(), which zeroes the new bytes, and then copies over them:
-// a second pass over every body read (1.6 MB for a JSON clip), on new memory the first.
+// Beast's string_body, except that a body being read is appended to as it arrives, into room for
+// its length and kBodyReadAhead bytes more. Beast's own reader grows the string with resize(),
+// which zeroes the new bytes, and then copies over them: a second pass over every body read (1.6
+// MB for a JSON clip), on new memory the first.
 struct AppendingStringBody : bhttp::string_body {
   class reader {
    public:
@@ -36,11 +37,11 @@ struct AppendingStringBody : bhttp::string_body {
     void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
       ec = {};
       if (!length) return;
-      if (*length > body_.max_size()) {
+      if (*length > body_.max_size() - kBodyReadAhead) {
         ec = bhttp::error::buffer_overflow;
         return;
       }
-      body_.reserve(static_cast<size_t>(*length));  // more if the caller reserved more
+      body_.reserve(static_cast<size_t>(*length) + kBodyReadAhead);
     }
 
     template <class ConstBufferSequence>

@@ -47,9 +47,9 @@ struct Request {
   std::string path;    // the target before '?', still percent-encoded: "/v2/models/m%20x/infer"
   std::map<std::string, std::string> query;  // decoded; a repeated key keeps its last value
   Headers headers;
-  // The server reads a body of known length into a string with kBodyReadAhead bytes of
-  // capacity past its end, so that a parser that reads ahead of what it parses (simdjson's
-  // 64 bytes of padding) can parse it where it lies instead of copying it first.
+  // A body of known length is read into a string with kBodyReadAhead bytes of capacity past
+  // its end (the server's requests, the client's responses), so that a parser that reads ahead
+  // of what it parses (simdjson's 64 bytes of padding) can parse it where it lies, not a copy.
   std::string body;
   std::map<std::string, std::string> params;  // route pattern captures, percent-decoded
   std::string peer;                           // "127.0.0.1:53412"

@@ -165,11 +165,6 @@ void Session::OnHeader() {
 }
 
 void Session::ReadBody() {
-  // The body's reader reserves the length it is told; this is more, so its reserve leaves it be.
-  const auto length = parser_->content_length();
-  if (length && *length <= shared_->options.max_body_bytes) {
-    parser_->get().body().reserve(static_cast<size_t>(*length) + kBodyReadAhead);
-  }
   stream_.expires_at(read_deadline_);
   bhttp::async_read(stream_, buffer_, *parser_,
                     [self = shared_from_this()](beast::error_code ec, size_t) {

@@ -406,6 +406,13 @@ std::optional<std::future<void>> RunOnNewThread(std::function<void()> fn) {
   return std::async(std::launch::async, std::move(fn));
 }
 
+template <class T>
+int64_t SplitAtComma(std::string_view text, size_t split, int max_nesting, T* out,
+                     int64_t capacity) {
+  REEL_CHECK(split < text.size() && text[split] == ',');
+  return ScanSplit(text, max_nesting, out, capacity, split, RunOnNewThread);
+}
+
 SpareThreads& ScanThreads() {
   // Never destroyed: handler threads may parse while statics are torn down at exit.
   static auto* threads = new SpareThreads(HardwareThreads() - 1);
@@ -436,14 +443,12 @@ int64_t ScanNumberArray(std::string_view text, int max_nesting, uint8_t* out, in
 
 int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, float* out,
                                int64_t capacity) {
-  REEL_CHECK(split < text.size() && text[split] == ',');
-  return ScanSplit(text, max_nesting, out, capacity, split, RunOnNewThread);
+  return SplitAtComma(text, split, max_nesting, out, capacity);
 }
 
 int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, uint8_t* out,
                                int64_t capacity) {
-  REEL_CHECK(split < text.size() && text[split] == ',');
-  return ScanSplit(text, max_nesting, out, capacity, split, RunOnNewThread);
+  return SplitAtComma(text, split, max_nesting, out, capacity);
 }
 
 }  // namespace reel::serve::internal

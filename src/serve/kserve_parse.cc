@@ -388,8 +388,9 @@ Result<InferRequest> ParseInferRequest(std::string_view body, std::optional<size
   // A copy of a 1.6 MB request cost a fifth of its parse, with the page faults of new memory.
   std::optional<simdjson::padded_string> copy;
   simdjson::padded_string_view json;
-  if (std::max(readable, body.size()) >= length + simdjson::SIMDJSON_PADDING) {
-    json = simdjson::padded_string_view(body.data(), length, std::max(readable, body.size()));
+  const size_t room = std::max(readable, body.size());
+  if (room >= length + simdjson::SIMDJSON_PADDING) {
+    json = simdjson::padded_string_view(body.data(), length, room);
   } else {
     json = copy.emplace(body.data(), length);
   }
