@@ -24,6 +24,10 @@
 //   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
 //   serve_bench --parse-only N      times N parses of the JSON and binary bodies, back to back
 //                                   and each after 20 ms asleep, and exits
+//   serve_bench --decode-only N --video FILE [--model FILE.pt]
+//                                   times N cuts of the video into the model's clips (decode,
+//                                   resize, normalise: a BYTES request's work before the
+//                                   forward) on one decoder thread and on all cores, and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
 // throughput. --requests: per rate; default rate × seconds (at least 20).
@@ -43,6 +47,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +70,7 @@
 #include "serve/kserve.h"
 #include "serve/model.h"
 #include "serve/service.h"
+#include "serve/video.h"
 
 namespace {
 
@@ -94,6 +100,7 @@ struct Flags {
   size_t requests = 0;
   uint64_t seed = 1;
   int parse_only = 0;
+  int decode_only = 0;
 };
 
 // Sets `flag` to `value`; false for an unknown flag.
@@ -124,6 +131,8 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
     f->precision = value;
   } else if (flag == "--parse-only") {
     f->parse_only = std::atoi(value.c_str());
+  } else if (flag == "--decode-only") {
+    f->decode_only = std::atoi(value.c_str());
   } else if (flag == "--seed") {
     f->seed = static_cast<uint64_t>(std::atoll(value.c_str()));
   } else {
@@ -135,6 +144,8 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
 void CheckFlags(const Flags& f) {
   if (f.seconds <= 0 || f.threads < 1) Die("--seconds and --threads must be positive");
   if (f.parse_only < 0) Die("--parse-only: a count of parses");
+  if (f.decode_only < 0) Die("--decode-only: a count of decodes");
+  if (f.decode_only > 0 && f.video.empty()) Die("--decode-only needs --video FILE");
   for (int c : f.concurrency)
     if (c < 1) Die("--concurrency: positive counts");
   for (int c : f.video_concurrency)
@@ -322,6 +333,24 @@ double ParseMs(const serve::Body& body, int n, int idle_ms = 0) {
     auto parsed = serve::ParseInferRequest(bytes, body.json_length, {}, bytes.capacity());
     total += Ms(Clock::now() - t0);
     if (!parsed.ok()) Die("parse", parsed.status());
+  }
+  return total / n;
+}
+
+// A BYTES request's work before the forward: the mean of `n` cuts of the video into the
+// model's clips on `threads` decoder threads.
+double DecodeMs(const serve::Model& model, const std::string& path, int n, int threads) {
+  std::ifstream file(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) Die("cannot read the video '" + path + "'");
+  serve::VideoSettings settings = model.info().video;
+  settings.decode_threads = threads;
+  double total = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = Clock::now();
+    auto samples = serve::VideoToSamples(bytes, path, settings);
+    total += Ms(Clock::now() - t0);
+    if (!samples.ok()) Die("decode", samples.status());
   }
   return total / n;
 }
@@ -687,6 +716,16 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() / ("reel_serve_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::shared_ptr<serve::Model> model = LoadBenchModel(f, dir);
+  if (f.decode_only > 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::printf(
+        "cut of the video into %d clips, mean of %d: %.1f ms on 1 decoder thread, "
+        "%.1f ms on %d\n",
+        model->info().video.clips, f.decode_only, DecodeMs(*model, f.video, f.decode_only, 1),
+        DecodeMs(*model, f.video, f.decode_only, cores), cores);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
 
   const Figures raw1 = RawForward(*model, 1, f.seconds);
   const Figures raw8 = RawForward(*model, 8, f.seconds);

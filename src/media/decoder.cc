@@ -82,6 +82,7 @@ class DecoderImpl : public VideoDecoder {
   // the video ends first.
   Result<std::optional<Frame>> DecodeTo(int64_t target, bool allow_later);
   Status Reposition(int64_t packet, bool count);
+  bool Unrequested(int64_t packet_index) const;
   int64_t IdentifyFrame(const AVFrame* frame);
   Result<Frame> Convert(const AVFrame* frame, int64_t index);
   std::string FrameName(int64_t index) const;
@@ -108,6 +109,8 @@ class DecoderImpl : public VideoDecoder {
   int64_t counted_ = 0;       // counting mode: frames produced since the start
   bool drained_ = false;      // end of stream sent; needs a seek (flush) before more
   int64_t cursor_ = 0;        // ReadNext
+  // The frames the running DecodeFrames was asked for, sorted; empty between calls.
+  std::vector<int64_t> requested_;
   DecodeStats stats_;
 };
 
@@ -200,6 +203,19 @@ Status DecoderImpl::Reposition(int64_t packet, bool count) {
   counted_ = 0;
   drained_ = false;
   return Status::Ok();
+}
+
+// Whether the packet's frame may be dropped if nothing refers to it: DecodeFrames is running,
+// and the frame is not requested but lies before the last frame that is. Frames after it may be
+// the next call's (the decoder reads a few packets ahead of the frame it returns).
+bool DecoderImpl::Unrequested(int64_t packet_index) const {
+  const FrameTable& t = demuxer_->table();
+  if (!options_.skip_unrequested || !t.timestamp_mode || requested_.empty() || packet_index < 0) {
+    return false;
+  }
+  const int64_t frame = t.packets[packet_index].frame;
+  return frame >= 0 && frame < requested_.back() &&
+         !std::binary_search(requested_.begin(), requested_.end(), frame);
 }
 
 int64_t DecoderImpl::IdentifyFrame(const AVFrame* frame) {
@@ -316,6 +332,8 @@ Result<std::optional<Frame>> DecoderImpl::DecodeTo(int64_t target, bool allow_la
     next_packet_ = packet_index >= 0 ? packet_index + 1 : next_packet_ + 1;
     ++stats_.packets_read;
     stats_.max_packet_index = std::max(stats_.max_packet_index, next_packet_ - 1);
+    // Read per packet, by frame threads too (FFmpeg copies it with each packet it hands out).
+    codec_->skip_frame = Unrequested(packet_index) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
     ret = avcodec_send_packet(codec_.get(), packet_.get());
     int64_t pts = packet_->pts;
     av_packet_unref(packet_.get());
@@ -356,11 +374,15 @@ Result<std::vector<Frame>> DecoderImpl::DecodeFrames(const std::vector<int64_t>&
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
 
   std::map<int64_t, Frame> decoded;
+  requested_ = sorted;
   for (int64_t target : sorted) {
-    REEL_ASSIGN_OR_RETURN(std::optional<Frame> frame, DecodeTo(target, /*allow_later=*/false));
-    REEL_CHECK(frame.has_value()) << "DecodeTo without allow_later returned no frame";
-    decoded.emplace(target, std::move(*frame));
+    Result<std::optional<Frame>> frame = DecodeTo(target, /*allow_later=*/false);
+    if (!frame.ok()) requested_.clear();
+    REEL_RETURN_IF_ERROR(frame.status());
+    REEL_CHECK(frame->has_value()) << "DecodeTo without allow_later returned no frame";
+    decoded.emplace(target, std::move(**frame));
   }
+  requested_.clear();
   if (!sorted.empty()) cursor_ = sorted.back() + 1;
 
   // In request order; the last use of each frame moves it.

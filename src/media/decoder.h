@@ -7,7 +7,9 @@
 // beyond what it has already read, i.e. when seeking skips packets that decoding forward would
 // have to decode; after a seek it flushes and decodes forward to the target's timestamp. So a
 // request for frames [5, 250, 10, 251] of a video with keyframes at 0 and 235 decodes 0..10,
-// seeks once, and decodes 235..251: in file order, no packet twice. stats() counts what happened.
+// seeks once, and decodes 235..251: in file order, no packet twice. On the way it drops the
+// non-reference frames it was not asked for (DecodeOptions::skip_unrequested). stats() counts
+// what happened.
 //
 // Output: Frame (frame.h) in RGB24 (default), GRAY8 or YUV420P, turned as the video's display
 // matrix says (like the ffmpeg command line's autorotation), optionally resized and centre-cropped.
@@ -83,6 +85,13 @@ struct DecodeOptions {
 
   // The video stream to decode; -1 picks the best one (as Probe).
   int stream_index = -1;
+
+  // DecodeFrames / DecodeAt have the decoder drop non-reference frames (most B-frames) that lie
+  // before the last frame requested and are not requested themselves: nothing needs them, and
+  // a clip of every third frame, or a seek to a clip, otherwise decodes them all. Only where
+  // frames are matched by timestamps (VideoInfo::has_presentation_timestamps); the frames
+  // returned are the same either way. Sequential reads decode every frame.
+  bool skip_unrequested = true;
 };
 
 // What a decoder has done since Open (or ResetStats).
