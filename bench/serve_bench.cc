@@ -27,7 +27,8 @@
 //   serve_bench --decode-only N --video FILE [--model FILE.pt]
 //                                   times N cuts of the video into the model's clips (decode,
 //                                   resize, normalise: a BYTES request's work before the
-//                                   forward) on one decoder thread and on all cores, and exits
+//                                   forward) on one decoder thread and as the server decodes
+//                                   a lone request (all cores), and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
 // throughput. --requests: per rate; default rate × seconds (at least 20).
@@ -720,7 +721,7 @@ int main(int argc, char** argv) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::printf(
         "cut of the video into %d clips, mean of %d: %.1f ms on 1 decoder thread, "
-        "%.1f ms on %d\n",
+        "%.1f ms as a lone request's (%d cores; frame threads from 1 Mpixel a frame)\n",
         model->info().video.clips, f.decode_only, DecodeMs(*model, f.video, f.decode_only, 1),
         DecodeMs(*model, f.video, f.decode_only, cores), cores);
     std::filesystem::remove_all(dir);

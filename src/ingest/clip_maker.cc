@@ -84,11 +84,10 @@ Result<dataset::Record> ClipRecord(const ClipJob& job, const ClipSettings& clip,
 }  // namespace
 
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink, int decode_threads, StageTimes* spent) {
-  media::DecodeOptions options;
+                const ClipSink& sink, const media::DecodeOptions& decode, StageTimes* spent) {
+  media::DecodeOptions options = decode;
   options.format = media::PixelFormat::kRgb24;
   options.short_side = clip.short_side;
-  options.threads = decode_threads;
   StageTimes unused;
   if (spent == nullptr) spent = &unused;
   auto started = std::chrono::steady_clock::now();
@@ -138,7 +137,7 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
     records.push_back(std::move(record));
     return Status::Ok();
   };
-  Status cut = CutClips(input, job.video->start_s, job.video->end_s, clip, store, 1, &spent);
+  Status cut = CutClips(input, job.video->start_s, job.video->end_s, clip, store, {}, &spent);
   if (times != nullptr) *times += spent;  // a failed video's time was spent too
   REEL_RETURN_IF_ERROR(cut);
   return records;

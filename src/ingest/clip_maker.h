@@ -17,6 +17,7 @@
 #include "dataset/record.h"
 #include "ingest/clip_plan.h"
 #include "ingest/sources.h"
+#include "media/decoder.h"
 #include "media/frame.h"
 #include "media/input.h"
 
@@ -67,10 +68,12 @@ using ClipSink = std::function<Status(const CutVideo&, const PlannedClip&,
 // Decodes `input` once, reading forward, and hands each clip `clip` plans inside the segment
 // [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.
 // This is the cut the ingest stores and the server classifies, so both see the same pixels.
-// `decode_threads`: FFmpeg frame threads (the ingest runs one video per worker: 1).
+// `decode`: the decoder's threads and what else the cut does not set (format and size are the
+// clip's; the ingest runs one video per worker on one thread).
 // `spent`, when given, gains the open, decode and convert times (the sink's time is the caller's).
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
-                const ClipSink& sink, int decode_threads = 1, StageTimes* spent = nullptr);
+                const ClipSink& sink, const media::DecodeOptions& decode = {},
+                StageTimes* spent = nullptr);
 
 // The records of every clip of the video, in clip order; `times`, when given, gains where the
 // time went.

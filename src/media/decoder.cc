@@ -60,6 +60,7 @@ class DecoderImpl : public VideoDecoder {
   Status Init();
 
   const VideoInfo& info() const override { return info_; }
+  int threads() const override { return codec_->thread_count; }
   int output_width() const override { return out_width_; }
   int output_height() const override { return out_height_; }
 
@@ -130,7 +131,9 @@ Status DecoderImpl::Init() {
   int ret = avcodec_parameters_to_context(codec_.get(), st->codecpar);
   if (ret < 0) return internal::AvErrorToStatus(ret, name + ": decoder parameters");
   codec_->pkt_timebase = st->time_base;
-  codec_->thread_count = options_.threads;
+  const bool small =
+      static_cast<int64_t>(info_.width) * info_.height < options_.frame_threads_min_pixels;
+  codec_->thread_count = small ? 1 : options_.threads;
   codec_->thread_type = FF_THREAD_FRAME;
   ret = avcodec_open2(codec_.get(), codec, nullptr);
   if (ret < 0) {

@@ -77,6 +77,10 @@ struct DecodeOptions {
   // Decoder threads with frame threading (FF_THREAD_FRAME). 1 by default because ingest decodes
   // many videos in parallel; 0 lets FFmpeg pick from the number of cores.
   int threads = 1;
+  // Frames of fewer pixels than this decode on one thread whatever `threads` says. Frame threads
+  // gain little on small frames, where each frame waits for nearly all of the one it refers to,
+  // and every thread's context is allocated and cleared at open (threads() says what was used).
+  int64_t frame_threads_min_pixels = 0;
 
   // Sequential reads (ReadNext, ForEachFrame) skip frames the decoder cannot produce from a
   // corrupt packet instead of failing with DataLoss. DecodeFrames / DecodeAt always fail when a
@@ -119,6 +123,8 @@ class VideoDecoder {
 
   // The probe of the decoded stream (scanned: frame count, keyframes, frame table).
   virtual const VideoInfo& info() const = 0;
+  // The decoder threads asked of FFmpeg (0: as many as it picks).
+  virtual int threads() const = 0;
   // Width and height of the frames this decoder returns (after rotation, resize, crop).
   virtual int output_width() const = 0;
   virtual int output_height() const = 0;

@@ -319,6 +319,27 @@ TEST(DecoderTest, FrameThreadingGivesTheSamePixels) {
   }
 }
 
+TEST(DecoderTest, SmallFramesDecodeOnOneThreadWhenAsked) {
+  DecodeOptions options;
+  options.threads = 2;
+  auto plain = MustOpen(Input::File(SharedVideo("mmaction2_demo.mp4")), options);  // 340x256
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->threads(), 2);
+  options.frame_threads_min_pixels = 340 * 256 + 1;
+  auto small = MustOpen(Input::File(SharedVideo("mmaction2_demo.mp4")), options);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->threads(), 1);
+  options.frame_threads_min_pixels = 340 * 256;
+  auto at_the_limit = MustOpen(Input::File(SharedVideo("mmaction2_demo.mp4")), options);
+  ASSERT_TRUE(at_the_limit);
+  EXPECT_EQ(at_the_limit->threads(), 2);
+  auto frames = small->DecodeFrames({0, 100});
+  ASSERT_OK(frames);
+  auto expected = plain->DecodeFrames({0, 100});
+  ASSERT_OK(expected);
+  EXPECT_EQ((*frames)[1].data, (*expected)[1].data);
+}
+
 TEST(DecoderTest, MemoryInputOutlivesTheCallersBytes) {
   auto bytes = std::make_shared<const std::string>(
       ReadFileOrEmpty(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));
