@@ -48,7 +48,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +57,7 @@
 #include <vector>
 
 #include "base/allocator.h"
+#include "base/files.h"
 #include "bench/report.h"
 #include "bench/serve_load.h"
 #include "console/serving.h"
@@ -340,10 +340,8 @@ double ParseMs(const serve::Body& body, int n, int idle_ms = 0) {
 
 // A BYTES request's work before the forward: the mean of `n` cuts of the video into the
 // model's clips on `threads` decoder threads.
-double DecodeMs(const serve::Model& model, const std::string& path, int n, int threads) {
-  std::ifstream file(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) Die("cannot read the video '" + path + "'");
+double DecodeMs(const serve::Model& model, const std::string& path, const std::string& bytes, int n,
+                int threads) {
   serve::VideoSettings settings = model.info().video;
   settings.decode_threads = threads;
   double total = 0;
@@ -713,6 +711,9 @@ int main(int argc, char** argv) {
   std::printf("serve_bench: LibTorch threads %d, cores %u, OMP_WAIT_POLICY=%s, %s, %g s per row\n",
               f.threads, std::thread::hardware_concurrency(), policy ? policy : "(unset)",
               f.precision.c_str(), f.seconds);
+  Result<std::string> video = std::string();
+  if (f.decode_only > 0) video = ReadFileToString(f.video, "video");
+  if (!video.ok()) Die("--video", video.status());
   const std::string dir =
       std::filesystem::temp_directory_path() / ("reel_serve_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -722,8 +723,9 @@ int main(int argc, char** argv) {
     std::printf(
         "cut of the video into %d clips, mean of %d: %.1f ms on 1 decoder thread, "
         "%.1f ms as a lone request's (%d cores; frame threads from 1 Mpixel a frame)\n",
-        model->info().video.clips, f.decode_only, DecodeMs(*model, f.video, f.decode_only, 1),
-        DecodeMs(*model, f.video, f.decode_only, cores), cores);
+        model->info().video.clips, f.decode_only,
+        DecodeMs(*model, f.video, *video, f.decode_only, 1),
+        DecodeMs(*model, f.video, *video, f.decode_only, cores), cores);
     std::filesystem::remove_all(dir);
     return 0;
   }

@@ -123,7 +123,7 @@ class VideoDecoder {
 
   // The probe of the decoded stream (scanned: frame count, keyframes, frame table).
   virtual const VideoInfo& info() const = 0;
-  // The decoder threads asked of FFmpeg (0: as many as it picks).
+  // The decoder threads FFmpeg runs, as it set them at open (its choice where threads is 0).
   virtual int threads() const = 0;
   // Width and height of the frames this decoder returns (after rotation, resize, crop).
   virtual int output_width() const = 0;
