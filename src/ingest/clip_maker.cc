@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <tuple>
 
 #include "base/clock.h"
@@ -81,6 +82,35 @@ Result<dataset::Record> ClipRecord(const ClipJob& job, const ClipSettings& clip,
   return record;
 }
 
+// The frames at `indices` (in that order), those in `kept` taken from there, the rest decoded:
+// a clip that starts before the previous one ended then decodes on from where that one
+// stopped instead of seeking back to a keyframe and decoding the shared frames again.
+// Afterwards `kept` holds the frames `next` (the next clip's indices) will need again.
+Result<std::vector<media::Frame>> DecodeReusing(media::VideoDecoder& decoder,
+                                                const std::vector<int64_t>& indices,
+                                                const std::vector<int64_t>& next,
+                                                std::map<int64_t, media::Frame>* kept) {
+  std::vector<int64_t> missing;
+  for (int64_t i : indices) {
+    if (kept->count(i) == 0) missing.push_back(i);
+  }
+  REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> decoded, decoder.DecodeFrames(missing));
+  for (media::Frame& frame : decoded) {
+    const int64_t index = frame.index;
+    kept->emplace(index, std::move(frame));
+  }
+  std::vector<media::Frame> frames;
+  frames.reserve(indices.size());
+  for (int64_t i : indices) frames.push_back(kept->at(i));
+  std::map<int64_t, media::Frame> again;
+  for (int64_t i : next) {
+    auto it = kept->find(i);
+    if (it != kept->end()) again.emplace(i, std::move(it->second));
+  }
+  *kept = std::move(again);
+  return frames;
+}
+
 }  // namespace
 
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
@@ -110,10 +140,15 @@ Status CutClips(const media::Input& input, double start_s, double end_s, const C
   cut.height = decoder->output_height();
   std::tie(cut.rate_num, cut.rate_den) = OutputRate(clip, info);
   double decoding = 0;
-  for (const PlannedClip& planned : plan) {
+  std::map<int64_t, media::Frame> kept;  // overlapping clips' shared frames
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PlannedClip& planned = plan[i];
+    const std::vector<int64_t> none;
+    const std::vector<int64_t>& next = i + 1 < plan.size() ? plan[i + 1].frames : none;
     // Clips are planned in file order, so the decoder reads forward through the video once.
     started = std::chrono::steady_clock::now();
-    REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames, decoder->DecodeFrames(planned.frames));
+    REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> frames,
+                          DecodeReusing(*decoder, planned.frames, next, &kept));
     decoding += SecondsSince(started);
     REEL_RETURN_IF_ERROR(sink(cut, planned, frames));
   }
