@@ -84,9 +84,9 @@ TEST(ThreadPoolTest, RunsTasksInParallel) {
   EXPECT_EQ(peak.load(), 4);
 }
 
-// Tasks wait for a gate that opens only once the destructor has begun, so the queue is full
-// when the pool stops (no sleeps deciding that).
-// Opens when the destructor whose sync point is `stopping` has begun, noting what was done by then.
+// A gate that opens once the destructor whose sync point is `stopping` has begun, noting what
+// was done by then: work waiting on it is still queued or running when the pool stops (no
+// sleeps deciding that).
 class GateAtStop {
  public:
   explicit GateAtStop(const std::string& stopping = "ThreadPool::~ThreadPool:Stopping") {

@@ -1,5 +1,6 @@
 #include "ingest/clip_maker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -99,13 +100,18 @@ Result<std::vector<media::Frame>> DecodeReusing(media::VideoDecoder& decoder,
     const int64_t index = frame.index;
     kept->emplace(index, std::move(frame));
   }
-  std::vector<media::Frame> frames;
-  frames.reserve(indices.size());
-  for (int64_t i : indices) frames.push_back(kept->at(i));
+  // Copies only where a frame has two owners: this clip and the next, or a repeat in this one.
   std::map<int64_t, media::Frame> again;
   for (int64_t i : next) {
     auto it = kept->find(i);
-    if (it != kept->end()) again.emplace(i, std::move(it->second));
+    if (it != kept->end()) again.emplace(i, it->second);
+  }
+  std::vector<media::Frame> frames;
+  frames.reserve(indices.size());
+  for (auto i = indices.begin(); i != indices.end(); ++i) {
+    media::Frame& frame = kept->at(*i);
+    const bool repeated = std::find(i + 1, indices.end(), *i) != indices.end();
+    frames.push_back(repeated ? frame : std::move(frame));
   }
   *kept = std::move(again);
   return frames;
