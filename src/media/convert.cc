@@ -2,8 +2,11 @@
 
 extern "C" {
 #include <libavutil/imgutils.h>
+#include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
 }
 
+#include <array>
 #include <string>
 
 namespace reel::media::internal {
@@ -22,23 +25,63 @@ int SwsFlags(Interpolation interpolation) {
   return SWS_BILINEAR;
 }
 
+namespace {
+
+// swscale turns the deprecated full-range "J" formats into their plain twins when it sets a
+// context up, so a cached context never matched them again: every frame got a new one (which
+// may sit at the old address), without the colour details set below. The twin goes in instead,
+// and the range comes from the frame.
+AVPixelFormat PlainTwin(AVPixelFormat format) {
+  switch (format) {
+    case AV_PIX_FMT_YUVJ420P:
+      return AV_PIX_FMT_YUV420P;
+    case AV_PIX_FMT_YUVJ422P:
+      return AV_PIX_FMT_YUV422P;
+    case AV_PIX_FMT_YUVJ444P:
+      return AV_PIX_FMT_YUV444P;
+    case AV_PIX_FMT_YUVJ440P:
+      return AV_PIX_FMT_YUV440P;
+    case AV_PIX_FMT_YUVJ411P:
+      return AV_PIX_FMT_YUV411P;
+    default:
+      return format;
+  }
+}
+
+}  // namespace
+
 Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
-  auto src_format = static_cast<AVPixelFormat>(src->format);
+  const auto given_format = static_cast<AVPixelFormat>(src->format);
+  const AVPixelFormat src_format = PlainTwin(given_format);
   auto dst_format = static_cast<AVPixelFormat>(dst->format);
-  SwsContext* previous = ctx_.get();
+  // swscale adds flags of its own when it sets a context up (full chroma interpolation for RGB24
+  // output), and sws_getCachedContext compares them: asked with the flags given, it made a new
+  // context for every frame.
+  const int asked = flags;
+  if (ctx_ && asked == asked_flags_) flags = made_flags_;
   SwsContext* ctx =
       sws_getCachedContext(ctx_.release(), src->width, src->height, src_format, dst->width,
                            dst->height, dst_format, flags, nullptr, nullptr, nullptr);
   ctx_.reset(ctx);
   if (ctx == nullptr) {
-    const char* from = av_get_pix_fmt_name(src_format);
+    const char* from = av_get_pix_fmt_name(given_format);
     const char* to = av_get_pix_fmt_name(dst_format);
     return InvalidArgumentError(std::string("swscale cannot convert ") + (from ? from : "?") + " " +
                                 std::to_string(src->width) + "x" + std::to_string(src->height) +
                                 " to " + (to ? to : "?") + " " + std::to_string(dst->width) + "x" +
                                 std::to_string(dst->height));
   }
-  if (ctx != previous) colorspace_ = range_ = -1;
+  // A new geometry is a new context, whatever its address.
+  const std::array<int, 7> geometry = {src->width,  src->height, src_format, dst->width,
+                                       dst->height, dst_format,  asked};
+  if (geometry != geometry_) {
+    colorspace_ = range_ = dst_range_ = -1;
+    int64_t made = asked;
+    av_opt_get_int(ctx, "sws_flags", 0, &made);
+    asked_flags_ = asked;
+    made_flags_ = static_cast<int>(made);
+  }
+  geometry_ = geometry;
   if (src->colorspace != colorspace_ || src->color_range != range_) {
     // As libavfilter's scale filter: the source's matrix and range, the destination's defaults.
     int* inv_table = nullptr;
@@ -51,9 +94,16 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
       const int* coefficients = sws_getCoefficients(colorspace);
       if (src->color_range != AVCOL_RANGE_UNSPECIFIED) {
         src_full = src->color_range == AVCOL_RANGE_JPEG;
+      } else if (given_format != src_format) {
+        src_full = 1;  // a J format
       }
-      sws_setColorspaceDetails(ctx, coefficients, src_full, table, dst_full, brightness, contrast,
-                               saturation);
+      // Between YUV formats, tables that differ make swscale convert the matrix, and FFmpeg 5.1
+      // also squeezed the range of limited-range pictures then; the picture keeps its matrix
+      // (TagColor says which) and only its range is converted.
+      const bool yuv_to_yuv = IsYuv(src_format) && IsYuv(dst_format);
+      sws_setColorspaceDetails(ctx, coefficients, src_full, yuv_to_yuv ? coefficients : table,
+                               dst_full, brightness, contrast, saturation);
+      dst_range_ = dst_full ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
     }
     colorspace_ = src->colorspace;
     range_ = src->color_range;
@@ -67,7 +117,26 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
   }  // else: planes the caller owns and keeps writable
   int rows = sws_scale(ctx, src->data, src->linesize, 0, src->height, dst->data, dst->linesize);
   if (rows <= 0) return AvErrorToStatus(rows < 0 ? rows : AVERROR_UNKNOWN, "swscale");
+  TagColor(src, dst);
   return Status::Ok();
+}
+
+// swscale keeps a YUV source's matrix (it converts ranges between YUV formats, never matrices)
+// and writes YUV from RGB with its default table, BT.601; the range is what it was told to write.
+void SwsConverter::TagColor(const AVFrame* src, AVFrame* dst) const {
+  if (!IsYuv(static_cast<AVPixelFormat>(dst->format))) {
+    dst->colorspace = AVCOL_SPC_UNSPECIFIED;
+    dst->color_range = AVCOL_RANGE_UNSPECIFIED;
+    return;
+  }
+  dst->colorspace =
+      IsYuv(static_cast<AVPixelFormat>(src->format)) ? src->colorspace : AVCOL_SPC_SMPTE170M;
+  dst->color_range = dst_range_ >= 0 ? static_cast<AVColorRange>(dst_range_) : AVCOL_RANGE_MPEG;
+}
+
+bool IsYuv(AVPixelFormat format) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(format);
+  return d != nullptr && d->nb_components >= 3 && (d->flags & AV_PIX_FMT_FLAG_RGB) == 0;
 }
 
 Status CheckFrame(const Frame& frame, std::string_view what) {
@@ -101,6 +170,10 @@ Result<AVFramePtr> ToAVFrame(const Frame& frame) {
   if (ret < 0) return AvErrorToStatus(ret, "converting");
   av_image_copy(out->data, out->linesize, src_data, src_linesize,
                 static_cast<AVPixelFormat>(out->format), frame.width, frame.height);
+  if (frame.format == PixelFormat::kYuv420p) {
+    out->colorspace = static_cast<AVColorSpace>(frame.color_matrix);
+    out->color_range = frame.full_range ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
+  }
   return out;
 }
 
@@ -114,6 +187,11 @@ Result<Frame> FromAVFrame(const AVFrame* src, PixelFormat format) {
   int ret = av_image_copy_to_buffer(out.data.data(), static_cast<int>(out.data.size()), src->data,
                                     src->linesize, want, src->width, src->height, 1);
   if (ret < 0) return AvErrorToStatus(ret, "copying a frame");
+  if (format == PixelFormat::kYuv420p) {
+    const bool known = src->colorspace != AVCOL_SPC_RGB && src->colorspace < AVCOL_SPC_NB;
+    out.color_matrix = known ? src->colorspace : Frame::kUnspecifiedMatrix;
+    out.full_range = src->color_range == AVCOL_RANGE_JPEG || src_format == AV_PIX_FMT_YUVJ420P;
+  }
   return out;
 }
 

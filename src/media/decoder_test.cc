@@ -340,6 +340,46 @@ TEST(DecoderTest, SmallFramesDecodeOnOneThreadWhenAsked) {
   EXPECT_EQ((*frames)[1].data, (*expected)[1].data);
 }
 
+// Every frame of a full-range BT.709 video is converted with its own matrix and range, not only
+// the first: swscale added flags of its own to a resizing RGB24 context and renamed the "J"
+// format it was given, so the cached context never matched again and each later frame got a fresh
+// one without the colour details (BT.601, limited range: up to 40 levels off here). A fresh
+// decoder's first frame is the reference; RGB and YUV, resized and not.
+TEST(DecoderTest, EveryFrameKeepsTheVideosColours) {
+  auto video = testing::FullRangeBt709Video(160, 120, 12);
+  ASSERT_OK(video);
+  for (const PixelFormat format : {PixelFormat::kRgb24, PixelFormat::kYuv420p}) {
+    for (const int short_side : {0, 112}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(format)) + " " + std::to_string(short_side));
+      DecodeOptions options;
+      options.format = format;
+      options.short_side = short_side;
+      auto decoder = VideoDecoder::Open(Input::View(*video, "full.mp4"), options);
+      ASSERT_OK(decoder);
+      std::vector<Frame> frames;
+      ASSERT_OK((*decoder)->ForEachFrame([&](Frame&& f) {
+        frames.push_back(std::move(f));
+        return Status::Ok();
+      }));
+      ASSERT_EQ(frames.size(), 12u);
+      for (int64_t i : {int64_t{1}, int64_t{5}, int64_t{11}}) {
+        auto fresh = VideoDecoder::Open(Input::View(*video, "full.mp4"), options);
+        ASSERT_OK(fresh);
+        auto frame = (*fresh)->DecodeFrame(i);
+        ASSERT_OK(frame);
+        EXPECT_EQ(Compare(frames[i], *frame).max_abs, 0) << "frame " << i;
+        EXPECT_EQ(frames[i].color_matrix, frame->color_matrix);
+        EXPECT_EQ(frames[i].full_range, frame->full_range);
+      }
+      if (format == PixelFormat::kYuv420p) {
+        // The picture keeps its matrix; swscale (resizing) writes limited range.
+        EXPECT_EQ(frames[0].color_matrix, 1);
+        EXPECT_EQ(frames[0].full_range, short_side == 0);
+      }
+    }
+  }
+}
+
 TEST(DecoderTest, MemoryInputOutlivesTheCallersBytes) {
   auto bytes = std::make_shared<const std::string>(
       ReadFileOrEmpty(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));

@@ -2,6 +2,7 @@
 
 extern "C" {
 #include <libavutil/cpu.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
 }
 
@@ -20,6 +21,7 @@ using internal::AVFramePtr;
 
 constexpr int kIoBufferSize = 64 * 1024;
 constexpr int kMaxDimension = 16384;
+constexpr int kMaxColorMatrix = AVCOL_SPC_NB - 1;  // H.273's matrix codes FFmpeg knows
 
 // The file being written: FFmpeg writes and seeks (the MP4 muxer goes back to patch sizes), so
 // this is a byte array with a position, not an append-only stream.
@@ -78,6 +80,13 @@ Status CheckOptions(const EncoderOptions& o) {
   if (o.gop < 0) return bad("gop must be >= 0");
   if (o.crf < 0 || o.crf > 51) return bad("crf " + std::to_string(o.crf) + " outside 0..51");
   if (o.threads < 0) return bad("threads must be >= 0");
+  if (o.input != PixelFormat::kRgb24 && (o.codec == "apng" || o.input != PixelFormat::kYuv420p)) {
+    return bad("libx264 takes RGB24 or YUV420P frames, apng RGB24");
+  }
+  if (o.color_matrix < 0 || o.color_matrix > kMaxColorMatrix) {
+    return bad("colour matrix " + std::to_string(o.color_matrix) + " outside 0.." +
+               std::to_string(kMaxColorMatrix));
+  }
   if (o.codec == "apng") return Status::Ok();  // x264's settings do not apply
   if (o.codec != "libx264") return bad("unknown codec '" + o.codec + "' (libx264 or apng)");
   static const char* const kPresets[] = {"ultrafast", "superfast", "veryfast", "faster",
@@ -105,6 +114,10 @@ class LavcEncoder : public VideoEncoder {
   bool png() const { return options_.codec == "apng"; }
   Status SetUpCodec(AVCodecContext* c);
   Status SendRgb(const Frame& frame);
+  Status CheckInput(const Frame& frame) const;
+  void CopyYuv(const Frame& frame);
+  Status ConvertRgb(const Frame& frame);
+  void PadToEven();
 
   EncoderOptions options_;
   int enc_width_ = 0, enc_height_ = 0;
@@ -131,9 +144,11 @@ Status LavcEncoder::SetUpCodec(AVCodecContext* c) {
   c->sample_aspect_ratio = AVRational{1, 1};
   c->thread_count = options_.threads;
   if (png()) return Status::Ok();
-  // swscale's default RGB -> YUV conversion: BT.601, limited range. Say so in the stream.
-  c->colorspace = AVCOL_SPC_SMPTE170M;
-  c->color_range = AVCOL_RANGE_MPEG;
+  // What the YUV pictures hold: swscale's default RGB -> YUV conversion (BT.601, limited range),
+  // or the YUV frames' own colour. Say so in the stream.
+  const bool yuv = options_.input == PixelFormat::kYuv420p;
+  c->colorspace = yuv ? static_cast<AVColorSpace>(options_.color_matrix) : AVCOL_SPC_SMPTE170M;
+  c->color_range = yuv && options_.full_range ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG;
   std::string x264_params;
   if (options_.gop > 0) {
     c->gop_size = options_.gop;
@@ -222,8 +237,29 @@ Status LavcEncoder::Init() {
 
 Status LavcEncoder::Add(const Frame& frame) {
   if (finished_) return FailedPreconditionError("VideoEncoder::Add after Finish");
-  if (frame.format != PixelFormat::kRgb24) {
-    return InvalidArgumentError("VideoEncoder::Add: frames must be RGB24");
+  REEL_RETURN_IF_ERROR(CheckInput(frame));
+  if (png()) return SendRgb(frame);
+  // The encoder may still hold a reference to the previous picture.
+  int ret = av_frame_make_writable(yuv_.get());
+  if (ret < 0) return AvErrorToStatus(ret, Where() + ": allocating a frame");
+  if (frame.format == PixelFormat::kYuv420p) {
+    CopyYuv(frame);
+  } else {
+    REEL_RETURN_IF_ERROR(ConvertRgb(frame));
+  }
+  PadToEven();
+  yuv_->pts = next_pts_++;
+  yuv_->color_range = codec_->color_range;
+  yuv_->colorspace = codec_->colorspace;
+  ret = avcodec_send_frame(codec_.get(), yuv_.get());
+  if (ret < 0) return AvErrorToStatus(ret, Where() + ": frame " + std::to_string(next_pts_ - 1));
+  return WritePackets();
+}
+
+Status LavcEncoder::CheckInput(const Frame& frame) const {
+  if (frame.format != options_.input) {
+    return InvalidArgumentError(std::string("VideoEncoder::Add: frames must be ") +
+                                (options_.input == PixelFormat::kRgb24 ? "RGB24" : "YUV420P"));
   }
   if (frame.width != options_.width || frame.height != options_.height) {
     return InvalidArgumentError("VideoEncoder::Add: frame is " + std::to_string(frame.width) + "x" +
@@ -231,13 +267,37 @@ Status LavcEncoder::Add(const Frame& frame) {
                                 std::to_string(options_.width) + "x" +
                                 std::to_string(options_.height));
   }
-  if (png()) return SendRgb(frame);
-  REEL_ASSIGN_OR_RETURN(AVFramePtr rgb, internal::ToAVFrame(frame));
+  REEL_RETURN_IF_ERROR(internal::CheckFrame(frame, "VideoEncoder::Add"));
+  if (frame.format == PixelFormat::kYuv420p &&
+      (frame.color_matrix != options_.color_matrix || frame.full_range != options_.full_range)) {
+    return InvalidArgumentError(
+        "VideoEncoder::Add: frame's colour (matrix " + std::to_string(frame.color_matrix) +
+        (frame.full_range ? ", full range" : ", limited range") +
+        ") is not the encoder's (matrix " + std::to_string(options_.color_matrix) +
+        (options_.full_range ? ", full range)" : ", limited range)"));
+  }
+  return Status::Ok();
+}
 
-  // The encoder may still hold a reference to the previous picture.
-  int ret = av_frame_make_writable(yuv_.get());
-  if (ret < 0) return AvErrorToStatus(ret, Where() + ": allocating a frame");
-  // swscale writes the frame's own size into the top-left of the (even-sized) picture.
+// The YUV420P frame's planes into the top-left of the (even-sized) picture.
+void LavcEncoder::CopyYuv(const Frame& frame) {
+  const int chroma_w = (frame.width + 1) / 2, chroma_h = (frame.height + 1) / 2;
+  const uint8_t* src[3] = {frame.data.data(),
+                           frame.data.data() + static_cast<size_t>(frame.width) * frame.height,
+                           nullptr};
+  src[2] = src[1] + static_cast<size_t>(chroma_w) * chroma_h;
+  const int src_linesize[3] = {frame.width, chroma_w, chroma_w};
+  av_image_copy_plane(yuv_->data[0], yuv_->linesize[0], src[0], src_linesize[0], frame.width,
+                      frame.height);
+  for (int p = 1; p < 3; ++p) {
+    av_image_copy_plane(yuv_->data[p], yuv_->linesize[p], src[p], src_linesize[p], chroma_w,
+                        chroma_h);
+  }
+}
+
+// swscale writes the RGB frame's own size into the top-left of the (even-sized) picture.
+Status LavcEncoder::ConvertRgb(const Frame& frame) {
+  REEL_ASSIGN_OR_RETURN(AVFramePtr rgb, internal::ToAVFrame(frame));
   AVFramePtr view = internal::MakeFrame();
   if (!view) return internal::OutOfMemory(Where());
   view->format = AV_PIX_FMT_YUV420P;
@@ -247,8 +307,12 @@ Status LavcEncoder::Add(const Frame& frame) {
     view->data[p] = yuv_->data[p];
     view->linesize[p] = yuv_->linesize[p];
   }
-  REEL_RETURN_IF_ERROR(converter_.Convert(rgb.get(), view.get(), SWS_BICUBIC));
-  // Pad odd sizes (chroma planes of an odd size already cover the even one).
+  return converter_.Convert(rgb.get(), view.get(), SWS_BICUBIC);
+}
+
+// Odd sizes repeat their last luma column and row (chroma planes of an odd size already cover
+// the even one).
+void LavcEncoder::PadToEven() {
   if (enc_width_ > options_.width) {
     for (int y = 0; y < options_.height; ++y) {
       uint8_t* row = yuv_->data[0] + static_cast<ptrdiff_t>(y) * yuv_->linesize[0];
@@ -260,12 +324,6 @@ Status LavcEncoder::Add(const Frame& frame) {
                 yuv_->data[0] + static_cast<ptrdiff_t>(options_.height - 1) * yuv_->linesize[0],
                 static_cast<size_t>(enc_width_));
   }
-  yuv_->pts = next_pts_++;
-  yuv_->color_range = AVCOL_RANGE_MPEG;
-  yuv_->colorspace = AVCOL_SPC_SMPTE170M;
-  ret = avcodec_send_frame(codec_.get(), yuv_.get());
-  if (ret < 0) return AvErrorToStatus(ret, Where() + ": frame " + std::to_string(next_pts_ - 1));
-  return WritePackets();
 }
 
 // A PNG frame is the RGB picture itself: no conversion.

@@ -40,13 +40,20 @@ struct EncoderOptions {
   // (lossless; gop, crf and preset do not apply; container "apng"), which browsers show as an
   // image (reel ui's clip previews).
   std::string codec = "libx264";
+  // The frames Add takes (libx264): RGB24, converted here to BT.601 limited-range YUV, or
+  // YUV420P, encoded as they are with the colour matrix and range below (the frames' own tags,
+  // which the stream records so that a decoder turns them into the same RGB).
+  PixelFormat input = PixelFormat::kRgb24;
+  int color_matrix = Frame::kUnspecifiedMatrix;
+  bool full_range = false;
 };
 
 class VideoEncoder {
  public:
   static Result<std::unique_ptr<VideoEncoder>> Create(const EncoderOptions& options);
   virtual ~VideoEncoder() = default;
-  // Frames must be RGB24 of the configured size; they get consecutive timestamps.
+  // Frames must be of the configured size and input format (and colour, for YUV420P); they get
+  // consecutive timestamps.
   virtual Status Add(const Frame& frame) = 0;
   // Flushes the encoder, writes the container trailer, and returns the file's bytes.
   // The encoder cannot be used afterwards.

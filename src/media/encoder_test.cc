@@ -88,6 +88,50 @@ TEST(EncoderTest, DecodesBackCloseToTheInput) {
   EXPECT_GT(Compare((*frames)[2], GradientFrame(96, 72, 33)).psnr, kMinPsnr);
 }
 
+// YUV420P frames go to x264 as they are: decoded back as YUV420P, each is close to its own
+// input (not to a neighbour: the pictures move), at odd sizes too.
+TEST(EncoderTest, YuvFramesAreEncodedAsTheyAre) {
+  for (const auto& size : {std::pair{96, 72}, std::pair{75, 45}}) {
+    const int width = size.first, height = size.second;
+    SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
+    EncoderOptions options = Small();
+    options.width = width;
+    options.height = height;
+    options.input = PixelFormat::kYuv420p;
+    std::vector<Frame> input;
+    auto encoder = VideoEncoder::Create(options);
+    ASSERT_OK(encoder);
+    for (int t = 0; t < 24; ++t) {
+      auto yuv = ConvertFormat(GradientFrame(width, height, 4 * t), PixelFormat::kYuv420p);
+      ASSERT_OK(yuv);
+      EXPECT_EQ(yuv->color_matrix, 6);  // swscale's RGB -> YUV: BT.601
+      yuv->color_matrix = options.color_matrix;
+      ASSERT_OK((*encoder)->Add(*yuv));
+      input.push_back(std::move(*yuv));
+    }
+    auto bytes = (*encoder)->Finish();
+    ASSERT_OK(bytes);
+    DecodeOptions yuv_out;
+    yuv_out.format = PixelFormat::kYuv420p;
+    auto decoder = VideoDecoder::Open(Input::Memory(*bytes, "yuv.mp4"), yuv_out);
+    ASSERT_OK(decoder);
+    size_t n = 0;
+    ASSERT_OK((*decoder)->ForEachFrame([&](Frame&& f) {
+      auto cropped = Crop(f, 0, 0, width, height);
+      EXPECT_OK(cropped);
+      if (!cropped.ok() || n >= input.size()) return Status::Ok();
+      const double own = Compare(*cropped, input[n]).psnr;
+      EXPECT_GT(own, kMinPsnr) << "frame " << n;
+      if (n > 0) {
+        EXPECT_GT(own, Compare(*cropped, input[n - 1]).psnr + 3) << "frame " << n;
+      }
+      ++n;
+      return Status::Ok();
+    }));
+    EXPECT_EQ(n, input.size());
+  }
+}
+
 TEST(EncoderTest, AnimatedPngIsLosslessAtAnyFrameSize) {
   EncoderOptions options;
   options.width = 33;  // odd sizes need no padding in RGB
@@ -231,6 +275,17 @@ TEST(EncoderErrorsTest, BadOptionsAreInvalidArgument) {
   o = Small();
   o.container = "wav";  // cannot hold video
   EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
+  o = Small();
+  o.input = PixelFormat::kGray8;
+  EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
+  o = Small();
+  o.color_matrix = 99;
+  EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
+  o = Small();
+  o.codec = "apng";
+  o.container = "apng";
+  o.input = PixelFormat::kYuv420p;
+  EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
 }
 
 TEST(EncoderErrorsTest, AnUnknownCodecIsInvalidArgument) {
@@ -252,6 +307,26 @@ TEST(EncoderErrorsTest, MisuseIsReported) {
   ASSERT_OK((*encoder)->Finish());
   EXPECT_STATUS((*encoder)->Add(GradientFrame(96, 72, 1)), StatusCode::kFailedPrecondition);
   EXPECT_STATUS((*encoder)->Finish(), StatusCode::kFailedPrecondition);
+}
+
+TEST(EncoderErrorsTest, YuvFramesMustMatchTheEncodersColour) {
+  EncoderOptions options = Small();
+  options.input = PixelFormat::kYuv420p;
+  options.color_matrix = 1;
+  auto encoder = VideoEncoder::Create(options);
+  ASSERT_OK(encoder);
+  EXPECT_STATUS((*encoder)->Add(GradientFrame(96, 72, 0)), StatusCode::kInvalidArgument);
+  Frame yuv = Frame::Make(96, 72, PixelFormat::kYuv420p);
+  EXPECT_STATUS((*encoder)->Add(yuv), StatusCode::kInvalidArgument);  // matrix 2, not 1
+  yuv.color_matrix = 1;
+  yuv.full_range = true;
+  EXPECT_STATUS((*encoder)->Add(yuv), StatusCode::kInvalidArgument);
+  yuv.full_range = false;
+  yuv.data.resize(100);
+  EXPECT_STATUS((*encoder)->Add(yuv), StatusCode::kInvalidArgument);
+  yuv.data.resize(Frame::ByteSize(96, 72, PixelFormat::kYuv420p));
+  ASSERT_OK((*encoder)->Add(yuv));
+  ASSERT_OK((*encoder)->Finish());
 }
 
 }  // namespace

@@ -19,6 +19,12 @@ struct Frame {
   std::vector<uint8_t> data;
   int64_t index = -1;        // position in presentation order within its video, when known
   double timestamp_s = 0.0;  // presentation time in seconds from the video's first frame
+  // YUV420P only: how the values map to RGB. The colour matrix as ITU-T H.273 numbers it (and
+  // FFmpeg's AVColorSpace): 1 BT.709, 5 or 6 BT.601, 9 BT.2020, 2 unspecified (read as BT.601);
+  // full range spans 0-255, limited (video) range 16-235 for luma.
+  int color_matrix = kUnspecifiedMatrix;
+  bool full_range = false;
+  static constexpr int kUnspecifiedMatrix = 2;
 
   // Bytes a frame of this size and format occupies.
   static size_t ByteSize(int width, int height, PixelFormat format) {
@@ -40,6 +46,15 @@ struct Frame {
     f.height = height;
     f.format = format;
     f.data.assign(ByteSize(width, height, format), 0);
+    return f;
+  }
+  // An allocated frame with `like`'s format, position in its video and colour, at another size.
+  static Frame MakeLike(const Frame& like, int width, int height) {
+    Frame f = Make(width, height, like.format);
+    f.index = like.index;
+    f.timestamp_s = like.timestamp_s;
+    f.color_matrix = like.color_matrix;
+    f.full_range = like.full_range;
     return f;
   }
   uint8_t* Pixel(int x, int y) { return data.data() + (static_cast<size_t>(y) * width + x) * 3; }

@@ -166,9 +166,7 @@ Result<Frame> Crop(const Frame& in, int x, int y, int width, int height) {
                                 std::to_string(y) + ") does not fit a " + std::to_string(in.width) +
                                 "x" + std::to_string(in.height) + " frame");
   }
-  Frame out = Frame::Make(width, height, in.format);
-  out.index = in.index;
-  out.timestamp_s = in.timestamp_s;
+  Frame out = Frame::MakeLike(in, width, height);
   Plane src[3], dst[3];
   int n = Planes(in.width, in.height, in.format, src);
   Planes(width, height, in.format, dst);
@@ -193,9 +191,7 @@ Frame Orient(const Frame& in, Orientation o) {
   if (o.identity()) return in;
   int out_w = o.transpose ? in.height : in.width;
   int out_h = o.transpose ? in.width : in.height;
-  Frame out = Frame::Make(out_w, out_h, in.format);
-  out.index = in.index;
-  out.timestamp_s = in.timestamp_s;
+  Frame out = Frame::MakeLike(in, out_w, out_h);
   // A malformed frame is a caller's bug: checked in debug builds, zeros otherwise.
   REEL_CHECK(in.data.size() == Frame::ByteSize(in.width, in.height, in.format));
   if (in.data.size() != Frame::ByteSize(in.width, in.height, in.format)) return out;

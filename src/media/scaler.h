@@ -1,9 +1,10 @@
 // Pixel work on Frames: colour conversion and resizing with libswscale (Scaler), centre crops,
 // and lossless changes of orientation (rotations by multiples of 90 degrees, mirrors).
 //
-// Colour: YUV420P frames are taken as BT.601 limited range (what VideoEncoder writes and what
-// swscale assumes for untagged video). VideoDecoder converts from the decoder's frames directly,
-// honouring each video's own colour matrix and range; these functions are for Frames in memory.
+// Colour: a YUV420P frame's matrix and range are its tags (Frame::color_matrix, full_range;
+// untagged is BT.601 limited range, what swscale assumes), and conversions from it honour them;
+// RGB becomes BT.601 limited-range YUV. VideoDecoder converts from the decoder's frames
+// directly, with each video's own matrix and range; these functions are for Frames in memory.
 //
 // Errors: InvalidArgument for sizes that are not positive, frames whose data does not match their
 // width, height and format, and crops larger than the frame; ResourceExhausted when FFmpeg cannot

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "media/encoder.h"
 #include "media/frame.h"
 #include "testing/shell.h"
 #include "testing/temp_dir.h"
@@ -184,6 +185,37 @@ inline Frame GradientFrame(int width, int height, int t) {
   }
   f.index = t;
   return f;
+}
+
+// An H.264 video in BT.709 at full range (what phones and screen recorders write): a luma ramp
+// under chroma that changes every frame, colourful but mostly inside the RGB cube, so that a
+// wrong colour matrix or range moves pixels by several levels. Even sizes.
+inline Result<std::string> FullRangeBt709Video(int width, int height, int frames) {
+  EncoderOptions options;
+  options.width = width;
+  options.height = height;
+  options.input = PixelFormat::kYuv420p;
+  options.color_matrix = 1;  // BT.709
+  options.full_range = true;
+  REEL_ASSIGN_OR_RETURN(auto encoder, VideoEncoder::Create(options));
+  const int cw = width / 2, ch = height / 2;
+  for (int t = 0; t < frames; ++t) {
+    Frame frame = Frame::Make(width, height, PixelFormat::kYuv420p);
+    frame.color_matrix = options.color_matrix;
+    frame.full_range = true;
+    uint8_t* y = frame.data.data();
+    uint8_t* u = y + static_cast<size_t>(width) * height;
+    uint8_t* v = u + static_cast<size_t>(cw) * ch;
+    for (int i = 0; i < width * height; ++i) {
+      y[i] = static_cast<uint8_t>((i % width) * 255 / (width - 1));
+    }
+    for (int i = 0; i < cw * ch; ++i) {
+      u[i] = static_cast<uint8_t>((i % cw) < cw / 2 ? 88 + t : 168 - t);
+      v[i] = static_cast<uint8_t>((i / cw) < ch / 2 ? 168 - t : 98 + t);
+    }
+    REEL_RETURN_IF_ERROR(encoder->Add(frame));
+  }
+  return encoder->Finish();
 }
 
 }  // namespace reel::media::testing
