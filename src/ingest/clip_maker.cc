@@ -50,6 +50,11 @@ Result<std::string> EncodePayload(const ClipSettings& clip, const EncodeSettings
   eo.crf = encode.crf;
   eo.preset = encode.preset;
   eo.threads = 1;
+  if (!frames.empty()) {  // the cut's YUV frames go to x264 as they are, with their colour
+    eo.input = frames.front().format;
+    eo.color_matrix = frames.front().color_matrix;
+    eo.full_range = frames.front().full_range;
+  }
   REEL_ASSIGN_OR_RETURN(auto encoder, media::VideoEncoder::Create(eo));
   for (const media::Frame& frame : frames) REEL_RETURN_IF_ERROR(encoder->Add(frame));
   return encoder->Finish();
@@ -122,7 +127,6 @@ Result<std::vector<media::Frame>> DecodeReusing(media::VideoDecoder& decoder,
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
                 const ClipSink& sink, const media::DecodeOptions& decode, StageTimes* spent) {
   media::DecodeOptions options = decode;
-  options.format = media::PixelFormat::kRgb24;
   options.short_side = clip.short_side;
   StageTimes unused;
   if (spent == nullptr) spent = &unused;
@@ -178,7 +182,11 @@ Result<std::vector<dataset::Record>> MakeClips(const ClipJob& job, const media::
     records.push_back(std::move(record));
     return Status::Ok();
   };
-  Status cut = CutClips(input, job.video->start_s, job.video->end_s, clip, store, {}, &spent);
+  // Video mode's x264 takes YUV: the resize stays in YUV, and no pixel goes through RGB and back.
+  media::DecodeOptions decode;
+  decode.format = encode.mode == dataset::DatasetMode::kVideo ? media::PixelFormat::kYuv420p
+                                                              : media::PixelFormat::kRgb24;
+  Status cut = CutClips(input, job.video->start_s, job.video->end_s, clip, store, decode, &spent);
   if (times != nullptr) *times += spent;  // a failed video's time was spent too
   REEL_RETURN_IF_ERROR(cut);
   return records;

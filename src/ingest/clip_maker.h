@@ -48,7 +48,7 @@ struct CutVideo {
 
 // Where a video's ingest spent its time, in seconds of one thread; summed over videos by the
 // ingest report. open: reading the container's index and opening the decoder; decode: demuxing
-// and libavcodec; convert: libswscale's conversion to RGB and resize (and orientation);
+// and libavcodec; convert: libswscale's resize and conversion (and orientation);
 // encode: x264 (video mode) or zstd (frames mode).
 struct StageTimes {
   double open_s = 0, decode_s = 0, convert_s = 0, encode_s = 0;
@@ -66,9 +66,10 @@ using ClipSink = std::function<Status(const CutVideo&, const PlannedClip&,
                                       const std::vector<media::Frame>& frames)>;
 
 // Decodes `input` once, reading forward, and hands each clip `clip` plans inside the segment
-// [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as RGB24 frames.
-// This is the cut the ingest stores and the server classifies, so both see the same pixels.
-// `decode`: the decoder's threads and what else the cut does not set (format and size are the
+// [start_s, end_s) (< 0: the video's start / end) to `sink`, in clip order, as frames of
+// decode.format (RGB24 unless asked; video mode's encoder takes YUV420P). This is the cut the
+// ingest stores and the server classifies, so both see the same frames.
+// `decode`: the format, the decoder's threads and what else the cut does not set (the size is the
 // clip's; the ingest runs one video per worker on one thread).
 // `spent`, when given, gains the open, decode and convert times (the sink's time is the caller's).
 Status CutClips(const media::Input& input, double start_s, double end_s, const ClipSettings& clip,
