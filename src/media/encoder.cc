@@ -83,8 +83,9 @@ Status CheckOptions(const EncoderOptions& o) {
   if (o.input != PixelFormat::kRgb24 && (o.codec == "apng" || o.input != PixelFormat::kYuv420p)) {
     return bad("libx264 takes RGB24 or YUV420P frames, apng RGB24");
   }
-  if (o.color_matrix < 0 || o.color_matrix > kMaxColorMatrix) {
-    return bad("colour matrix " + std::to_string(o.color_matrix) + " outside 0.." +
+  // 0 is H.273's "GBR planes", not a YUV matrix.
+  if (o.color_matrix < 1 || o.color_matrix > kMaxColorMatrix) {
+    return bad("colour matrix " + std::to_string(o.color_matrix) + " outside 1.." +
                std::to_string(kMaxColorMatrix));
   }
   if (o.codec == "apng") return Status::Ok();  // x264's settings do not apply

@@ -281,6 +281,8 @@ TEST(EncoderErrorsTest, BadOptionsAreInvalidArgument) {
   o = Small();
   o.color_matrix = 99;
   EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
+  o.color_matrix = 0;  // GBR, not YUV
+  EXPECT_EQ(code(o), StatusCode::kInvalidArgument);
   o = Small();
   o.codec = "apng";
   o.container = "apng";
