@@ -90,7 +90,12 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
     if (sws_getColorspaceDetails(ctx, &inv_table, &src_full, &table, &dst_full, &brightness,
                                  &contrast, &saturation) >= 0) {
       int colorspace = src->colorspace;
-      if (colorspace < 1 || colorspace > 7) colorspace = AVCOL_SPC_BT470BG;  // BT.601
+      // swscale's tables: BT.709, FCC, BT.601, SMPTE 240M and BT.2020; the rest read as BT.601.
+      const bool known = colorspace == AVCOL_SPC_BT709 || colorspace == AVCOL_SPC_FCC ||
+                         colorspace == AVCOL_SPC_BT470BG || colorspace == AVCOL_SPC_SMPTE170M ||
+                         colorspace == AVCOL_SPC_SMPTE240M || colorspace == AVCOL_SPC_BT2020_NCL ||
+                         colorspace == AVCOL_SPC_BT2020_CL;
+      if (!known) colorspace = AVCOL_SPC_BT470BG;
       const int* coefficients = sws_getCoefficients(colorspace);
       if (src->color_range != AVCOL_RANGE_UNSPECIFIED) {
         src_full = src->color_range == AVCOL_RANGE_JPEG;

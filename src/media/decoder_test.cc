@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "base/files.h"
 #include "media/encoder.h"
 #include "media/scaler.h"
 #include "media/testing/media_testing.h"
@@ -375,6 +376,36 @@ TEST(DecoderTest, EveryFrameKeepsTheVideosColours) {
         // The picture keeps its matrix; swscale (resizing) writes limited range.
         EXPECT_EQ(frames[0].color_matrix, 1);
         EXPECT_EQ(frames[0].full_range, short_side == 0);
+      }
+    }
+  }
+}
+
+// Each colour matrix and range the encoder can tag, decoded to RGB, within the tolerance of the
+// shared videos against the ffmpeg command line (whose scale filter reads the same tags): BT.2020
+// was read as BT.601 (up to 16 levels off here) until the converter passed it to swscale.
+TEST(DecoderTest, TaggedColoursDecodeLikeFfmpeg) {
+  if (!testing::HaveFfmpegCli()) GTEST_SKIP() << "no ffmpeg command line";
+  reel::testing::TempDir temp;
+  for (const int matrix : {1, 6, 9}) {
+    for (const bool full_range : {false, true}) {
+      SCOPED_TRACE("matrix " + std::to_string(matrix) + (full_range ? ", full" : ", limited"));
+      auto video = testing::TaggedVideo(96, 64, 4, matrix, full_range);
+      ASSERT_OK(video);
+      const std::string path = temp.path() + "/tagged.mp4";
+      ASSERT_OK(WriteFileAtomically(path, *video));
+      auto decoder = VideoDecoder::Open(Input::File(path));
+      ASSERT_OK(decoder);
+      const std::vector<int64_t> indices = {0, 3};
+      auto ours = (*decoder)->DecodeFrames(indices);
+      ASSERT_OK(ours);
+      auto reference = testing::FfmpegFrames(path, (*decoder)->info().stream_index, indices,
+                                             {{PixelFormat::kRgb24, true, 96, 64}});
+      ASSERT_OK(reference);
+      for (size_t k = 0; k < indices.size(); ++k) {
+        const auto d = Compare((*ours)[k], (*reference)[0][k]);
+        EXPECT_LE(d.max_abs, 2) << "frame " << indices[k];
+        EXPECT_LE(d.mean_abs, 0.5) << "frame " << indices[k];
       }
     }
   }

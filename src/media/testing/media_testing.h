@@ -187,27 +187,30 @@ inline Frame GradientFrame(int width, int height, int t) {
   return f;
 }
 
-// An H.264 video in BT.709 at full range (what phones and screen recorders write): a luma ramp
-// under chroma that changes every frame, colourful but mostly inside the RGB cube, so that a
-// wrong colour matrix or range moves pixels by several levels. Even sizes.
-inline Result<std::string> FullRangeBt709Video(int width, int height, int frames) {
+// An H.264 video whose YUV planes are tagged with colour matrix `matrix` (H.273's numbers:
+// 1 BT.709, 6 BT.601, 9 BT.2020) and full or limited range: a luma ramp under chroma that changes
+// every frame, colourful but mostly inside the RGB cube, so that a wrong matrix or range moves
+// pixels by several levels. Even sizes.
+inline Result<std::string> TaggedVideo(int width, int height, int frames, int matrix,
+                                       bool full_range) {
   EncoderOptions options;
   options.width = width;
   options.height = height;
   options.input = PixelFormat::kYuv420p;
-  options.color_matrix = 1;  // BT.709
-  options.full_range = true;
+  options.color_matrix = matrix;
+  options.full_range = full_range;
   REEL_ASSIGN_OR_RETURN(auto encoder, VideoEncoder::Create(options));
   const int cw = width / 2, ch = height / 2;
   for (int t = 0; t < frames; ++t) {
     Frame frame = Frame::Make(width, height, PixelFormat::kYuv420p);
-    frame.color_matrix = options.color_matrix;
-    frame.full_range = true;
+    frame.color_matrix = matrix;
+    frame.full_range = full_range;
     uint8_t* y = frame.data.data();
     uint8_t* u = y + static_cast<size_t>(width) * height;
     uint8_t* v = u + static_cast<size_t>(cw) * ch;
     for (int i = 0; i < width * height; ++i) {
-      y[i] = static_cast<uint8_t>((i % width) * 255 / (width - 1));
+      const int ramp = (i % width) * 255 / (width - 1);
+      y[i] = static_cast<uint8_t>(full_range ? ramp : 16 + ramp * 219 / 255);
     }
     for (int i = 0; i < cw * ch; ++i) {
       u[i] = static_cast<uint8_t>((i % cw) < cw / 2 ? 88 + t : 168 - t);
@@ -216,6 +219,11 @@ inline Result<std::string> FullRangeBt709Video(int width, int height, int frames
     REEL_RETURN_IF_ERROR(encoder->Add(frame));
   }
   return encoder->Finish();
+}
+
+// What phones and screen recorders write: BT.709 at full range.
+inline Result<std::string> FullRangeBt709Video(int width, int height, int frames) {
+  return TaggedVideo(width, height, frames, /*matrix=*/1, /*full_range=*/true);
 }
 
 }  // namespace reel::media::testing
