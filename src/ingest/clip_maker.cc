@@ -96,9 +96,11 @@ Result<std::vector<media::Frame>> DecodeReusing(media::VideoDecoder& decoder,
                                                 const std::vector<int64_t>& indices,
                                                 const std::vector<int64_t>& next,
                                                 std::map<int64_t, media::Frame>* kept) {
-  std::vector<int64_t> missing;
+  std::vector<int64_t> missing;  // once each: a padded clip repeats its last frame
   for (int64_t i : indices) {
-    if (kept->count(i) == 0) missing.push_back(i);
+    if (kept->count(i) == 0 && std::find(missing.begin(), missing.end(), i) == missing.end()) {
+      missing.push_back(i);
+    }
   }
   REEL_ASSIGN_OR_RETURN(std::vector<media::Frame> decoded, decoder.DecodeFrames(missing));
   for (media::Frame& frame : decoded) {

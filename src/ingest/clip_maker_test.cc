@@ -62,6 +62,36 @@ TEST(CutClipsTest, OverlappingClipsGetTheFramesAFreshDecodeGives) {
   EXPECT_GT(shared, 0) << "the clips should overlap";
 }
 
+// A video shorter than a clip: the clip repeats the last frame, and every repeat holds it.
+TEST(CutClipsTest, APaddedClipRepeatsItsLastFrame) {
+  const std::string path = testing::SourcePath("testdata/videos/decord_unordered.mov");  // 4
+  ClipSettings clip;
+  clip.clip_frames = 8;
+  clip.short_side = 32;
+  std::vector<PlannedClip> planned;
+  std::vector<std::vector<media::Frame>> cut;
+  ASSERT_OK(
+      CutClips(media::Input::File(path), -1, -1, clip,
+               [&](const CutVideo&, const PlannedClip& p, const std::vector<media::Frame>& f) {
+                 planned.push_back(p);
+                 cut.push_back(f);
+                 return Status::Ok();
+               }));
+  ASSERT_EQ(planned.size(), 1u);
+  ASSERT_TRUE(planned[0].padded);
+  media::DecodeOptions options;
+  options.short_side = clip.short_side;
+  auto fresh = media::VideoDecoder::Open(media::Input::File(path), options);
+  ASSERT_OK(fresh);
+  auto frames = (*fresh)->DecodeFrames(planned[0].frames);
+  ASSERT_OK(frames);
+  ASSERT_EQ(cut[0].size(), 8u);
+  for (size_t k = 0; k < frames->size(); ++k) {
+    EXPECT_EQ(cut[0][k].index, planned[0].frames[k]);
+    EXPECT_EQ(cut[0][k].data, (*frames)[k].data) << "frame " << k;
+  }
+}
+
 // The clips' frames, decoded to RGB, without the column and row that pad an odd size to even.
 std::vector<std::vector<media::Frame>> DecodeClips(const std::vector<std::string>& payloads,
                                                    int width, int height) {

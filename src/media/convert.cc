@@ -48,6 +48,12 @@ AVPixelFormat PlainTwin(AVPixelFormat format) {
   }
 }
 
+// Whether `format` holds luma and chroma (not RGB, not gray).
+bool IsYuv(AVPixelFormat format) {
+  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(format);
+  return d != nullptr && d->nb_components >= 3 && (d->flags & AV_PIX_FMT_FLAG_RGB) == 0;
+}
+
 }  // namespace
 
 Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
@@ -56,12 +62,13 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
   auto dst_format = static_cast<AVPixelFormat>(dst->format);
   // swscale adds flags of its own when it sets a context up (full chroma interpolation for RGB24
   // output), and sws_getCachedContext compares them: asked with the flags given, it made a new
-  // context for every frame.
-  const int asked = flags;
-  if (ctx_ && asked == asked_flags_) flags = made_flags_;
-  SwsContext* ctx =
-      sws_getCachedContext(ctx_.release(), src->width, src->height, src_format, dst->width,
-                           dst->height, dst_format, flags, nullptr, nullptr, nullptr);
+  // context for every frame. For the same geometry, ask with those the context has.
+  const std::array<int, 7> geometry = {src->width,  src->height, src_format, dst->width,
+                                       dst->height, dst_format,  flags};
+  const bool same_geometry = ctx_ && geometry == geometry_;
+  SwsContext* ctx = sws_getCachedContext(
+      ctx_.release(), src->width, src->height, src_format, dst->width, dst->height, dst_format,
+      same_geometry ? made_flags_ : flags, nullptr, nullptr, nullptr);
   ctx_.reset(ctx);
   if (ctx == nullptr) {
     const char* from = av_get_pix_fmt_name(given_format);
@@ -72,16 +79,13 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
                                 std::to_string(dst->height));
   }
   // A new geometry is a new context, whatever its address.
-  const std::array<int, 7> geometry = {src->width,  src->height, src_format, dst->width,
-                                       dst->height, dst_format,  asked};
-  if (geometry != geometry_) {
+  if (!same_geometry) {
     colorspace_ = range_ = dst_range_ = -1;
-    int64_t made = asked;
+    int64_t made = flags;
     av_opt_get_int(ctx, "sws_flags", 0, &made);
-    asked_flags_ = asked;
     made_flags_ = static_cast<int>(made);
+    geometry_ = geometry;
   }
-  geometry_ = geometry;
   if (src->colorspace != colorspace_ || src->color_range != range_) {
     // As libavfilter's scale filter: the source's matrix and range, the destination's defaults.
     int* inv_table = nullptr;
@@ -129,19 +133,10 @@ Status SwsConverter::Convert(const AVFrame* src, AVFrame* dst, int flags) {
 // swscale keeps a YUV source's matrix (it converts ranges between YUV formats, never matrices)
 // and writes YUV from RGB with its default table, BT.601; the range is what it was told to write.
 void SwsConverter::TagColor(const AVFrame* src, AVFrame* dst) const {
-  if (!IsYuv(static_cast<AVPixelFormat>(dst->format))) {
-    dst->colorspace = AVCOL_SPC_UNSPECIFIED;
-    dst->color_range = AVCOL_RANGE_UNSPECIFIED;
-    return;
-  }
+  if (!IsYuv(static_cast<AVPixelFormat>(dst->format))) return;  // RGB and gray carry no tags
   dst->colorspace =
       IsYuv(static_cast<AVPixelFormat>(src->format)) ? src->colorspace : AVCOL_SPC_SMPTE170M;
   dst->color_range = dst_range_ >= 0 ? static_cast<AVColorRange>(dst_range_) : AVCOL_RANGE_MPEG;
-}
-
-bool IsYuv(AVPixelFormat format) {
-  const AVPixFmtDescriptor* d = av_pix_fmt_desc_get(format);
-  return d != nullptr && d->nb_components >= 3 && (d->flags & AV_PIX_FMT_FLAG_RGB) == 0;
 }
 
 Status CheckFrame(const Frame& frame, std::string_view what) {

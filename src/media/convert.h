@@ -29,15 +29,12 @@ class SwsConverter {
   void TagColor(const AVFrame* src, AVFrame* dst) const;
 
   SwsContextPtr ctx_;
-  std::array<int, 7> geometry_ = {};      // sizes, formats and flags asked of ctx_
-  int asked_flags_ = 0, made_flags_ = 0;  // the flags asked of ctx_, and those it has
+  std::array<int, 7> geometry_ = {};  // sizes, formats and flags asked of ctx_
+  int made_flags_ = 0;                // the flags ctx_ has (swscale may have added some)
   int colorspace_ = -1;
   int range_ = -1;
   int dst_range_ = -1;  // the AVColorRange swscale writes into a YUV destination
 };
-
-// Whether `format` holds luma and chroma (not RGB, not gray).
-bool IsYuv(AVPixelFormat format);
 
 // A new AVFrame holding a copy of `frame` (InvalidArgument when its data size is wrong), a YUV
 // frame's colour tags included.
