@@ -234,30 +234,48 @@ Result<std::unique_ptr<Batcher>> Batcher::Start(BatcherOptions options, int64_t 
   return std::unique_ptr<Batcher>(new Batcher(std::move(impl)));
 }
 
-Result<BatchResult> Batcher::Run(BatchWork work) {
-  Impl& s = *impl_;
-  if (work.n < 1 || work.n > s.options.max_batch) {
+namespace {
+
+std::future<Result<BatchResult>> Ready(Result<BatchResult> result) {
+  std::promise<Result<BatchResult>> promise;
+  promise.set_value(std::move(result));
+  return promise.get_future();
+}
+
+Status CheckWork(const BatchWork& work, int max_batch, int64_t sample_size) {
+  if (work.n < 1 || work.n > max_batch) {
     return InvalidArgumentError("a request's batch size must be in [1, " +
-                                std::to_string(s.options.max_batch) + "], not " +
-                                std::to_string(work.n));
+                                std::to_string(max_batch) + "], not " + std::to_string(work.n));
   }
   if (work.input.empty() && work.input_bytes.size() % sizeof(float) != 0) {
     return InvalidArgumentError("a request's input of " + std::to_string(work.input_bytes.size()) +
                                 " bytes is not a whole number of floats");
   }
-  if (work.size() != static_cast<size_t>(work.n * s.sample_size)) {
+  if (work.size() != static_cast<size_t>(work.n * sample_size)) {
     return InvalidArgumentError("a request of " + std::to_string(work.n) + " samples needs " +
-                                std::to_string(work.n * s.sample_size) + " values, not " +
+                                std::to_string(work.n * sample_size) + " values, not " +
                                 std::to_string(work.size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<BatchResult> Batcher::Run(BatchWork work) { return Submit(std::move(work)).get(); }
+
+std::future<Result<BatchResult>> Batcher::Submit(BatchWork work) {
+  Impl& s = *impl_;
+  if (Status bad = CheckWork(work, s.options.max_batch, s.sample_size); !bad.ok()) {
+    return Ready(std::move(bad));
   }
   std::future<Result<BatchResult>> answer;
   {
     std::lock_guard lock(s.mu);
-    if (s.stopping) return UnavailableError("the model is shutting down");
+    if (s.stopping) return Ready(UnavailableError("the model is shutting down"));
     if (static_cast<int>(s.queue.size()) >= s.options.max_queue) {
       ++s.stats.rejected;
-      return ResourceExhaustedError("the model's queue is full (" +
-                                    std::to_string(s.options.max_queue) + " requests)");
+      return Ready(ResourceExhaustedError("the model's queue is full (" +
+                                          std::to_string(s.options.max_queue) + " requests)"));
     }
     auto pending = std::make_unique<Pending>();
     pending->work = std::move(work);
@@ -266,7 +284,7 @@ Result<BatchResult> Batcher::Run(BatchWork work) {
     s.queue.push_back(std::move(pending));
   }
   s.wake.notify_one();
-  return answer.get();
+  return answer;
 }
 
 void Batcher::Poke() {

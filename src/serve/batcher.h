@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -104,6 +105,10 @@ class Batcher {
   // ResourceExhausted when the queue is full, DeadlineExceeded, Cancelled, Unavailable after
   // Shutdown began, and the forward function's error (for every request of that batch).
   Result<BatchResult> Run(BatchWork work);
+
+  // Queues `work` and returns at once; the future gives what Run would have returned (errors
+  // found before queueing come back ready). The caller may go on working while it is computed.
+  std::future<Result<BatchResult>> Submit(BatchWork work);
 
   // Wakes the instances to look at the queue again (after a FakeClock moved, in tests).
   void Poke();

@@ -177,6 +177,26 @@ TEST(Batcher, RequestsGatherWhileTheInstanceIsBusy) {
   EXPECT_THAT(model.calls(), ::testing::ElementsAre(1, 3));
 }
 
+TEST(Batcher, SubmitReturnsBeforeTheAnswer) {
+  GatedModel model(/*gated=*/true);
+  ASSERT_OK_AND_ASSIGN(auto batcher, Batcher::Start(Options(4, microseconds(0)), 2, 1, model.Fn()));
+  std::future<Result<BatchResult>> answer = batcher->Submit(Work(1, 2));
+  ASSERT_TRUE(model.WaitForCalls(1));
+  EXPECT_EQ(answer.wait_for(milliseconds(0)), std::future_status::timeout);
+  model.Open();
+  ASSERT_OK_AND_ASSIGN(BatchResult result, answer.get());
+  EXPECT_THAT(result.output, ::testing::ElementsAre(3.f));
+  // Refusals come back ready.
+  BatchWork too_big;
+  too_big.input.assign(10 * 2, 0.f);
+  too_big.n = 10;
+  EXPECT_STATUS(batcher->Submit(std::move(too_big)).get(), StatusCode::kInvalidArgument);
+  batcher->Shutdown();
+  std::future<Result<BatchResult>> late = batcher->Submit(Work(1, 1));
+  ASSERT_EQ(late.wait_for(milliseconds(0)), std::future_status::ready);
+  EXPECT_STATUS(late.get(), StatusCode::kUnavailable);
+}
+
 TEST(Batcher, AFullQueueAnswersAtOnce) {
   GatedModel model(/*gated=*/true);
   BatcherOptions options = Options(1, microseconds(0));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <numeric>
 #include <thread>
 
@@ -133,30 +134,6 @@ std::string TimelineJson(const std::vector<float>& clip_logits, const VideoSampl
   return timeline.dump();
 }
 
-// One video's clips through the batcher: their logits, clip after clip. The samples' pixels are
-// handed over, not copied, when all clips fit one batch (the usual case).
-Result<std::vector<float>> ClipLogits(Batcher& batcher, const ModelInfo& info,
-                                      VideoSamples& samples, const VideoScoring& how) {
-  const int64_t size = info.sample_size();
-  const int64_t max_batch = batcher.options().max_batch;
-  std::vector<float> logits;
-  for (int64_t first = 0; first < samples.clips; first += max_batch) {
-    BatchWork work;
-    work.n = std::min(max_batch, samples.clips - first);
-    if (work.n == samples.clips) {
-      work.input = std::move(samples.input);
-    } else {
-      work.input.assign(samples.input.begin() + first * size,
-                        samples.input.begin() + (first + work.n) * size);
-    }
-    work.deadline = how.deadline;
-    work.cancelled = how.gone;
-    REEL_ASSIGN_OR_RETURN(BatchResult result, batcher.Run(std::move(work)));
-    logits.insert(logits.end(), result.output.begin(), result.output.end());
-  }
-  return logits;
-}
-
 // While alive, this request is one of the videos being decoded; threads() is its fair share of
 // the cores: a lone video decodes on all of them, many at once on one each.
 class DecodeShare {
@@ -169,18 +146,110 @@ class DecodeShare {
     static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     return std::max(1, cores / active_);
   }
+  bool alone() const { return active_ == 1; }
 
  private:
   static inline std::atomic<int> decoding_{0};
   const int active_;
 };
 
-// One video's samples, decoded on this video's share of the cores.
-Result<VideoSamples> Decode(std::string_view video, const std::string& name,
-                            VideoSettings settings) {
-  const DecodeShare share;
-  settings.decode_threads = share.threads();
-  return VideoToSamples(video, name, settings);
+// Hands one video's clips to the batcher. A video decoded alone streams them: each clip goes as
+// soon as it is cut, and its forward pass runs beside the decoding of the rest (which takes one
+// core). With other videos decoding too the cores are busy anyway, and the clips go together once
+// cut: a batch of them computes faster per clip than each alone (serve_bench, streamed against
+// together: 1.08-1.16x the videos/s one request at a time, 0.90-1.04x four at a time).
+class ClipSubmitter {
+ public:
+  ClipSubmitter(Batcher& batcher, int64_t sample_size, const VideoScoring& how, bool stream)
+      : batcher_(batcher), sample_size_(sample_size), how_(how), stream_(stream) {}
+
+  // The sink of the cut; a refusal stops it (a full queue, shutdown: decoding on is for nothing).
+  Status Add(std::vector<float> sample) {
+    if (!stream_) {
+      held_.insert(held_.end(), sample.begin(), sample.end());
+      return Status::Ok();
+    }
+    return Submit(std::move(sample), 1);
+  }
+
+  // Submits what is held, max_batch clips at a time.
+  Status Flush() {
+    const int64_t max_batch = batcher_.options().max_batch;
+    const int64_t clips = static_cast<int64_t>(held_.size()) / sample_size_;
+    for (int64_t first = 0; first < clips; first += max_batch) {
+      const int64_t n = std::min(max_batch, clips - first);
+      std::vector<float> input;
+      if (n == clips) {
+        input = std::move(held_);
+      } else {
+        input.assign(held_.begin() + first * sample_size_,
+                     held_.begin() + (first + n) * sample_size_);
+      }
+      REEL_RETURN_IF_ERROR(Submit(std::move(input), n));
+    }
+    held_.clear();
+    return Status::Ok();
+  }
+
+  // Every clip's logits, in order, once computed.
+  Result<std::vector<float>> Logits() {
+    std::vector<float> logits;
+    for (const auto& answer : answers_) {
+      const Result<BatchResult>& result = answer.get();
+      if (!result.ok()) return result.status();
+      logits.insert(logits.end(), result->output.begin(), result->output.end());
+    }
+    return logits;
+  }
+
+  const Status& refused() const { return refused_; }
+
+ private:
+  Status Submit(std::vector<float> input, int64_t n) {
+    BatchWork work;
+    work.input = std::move(input);
+    work.n = n;
+    work.deadline = how_.deadline;
+    work.cancelled = how_.gone;
+    answers_.push_back(batcher_.Submit(std::move(work)).share());
+    const auto& answer = answers_.back();
+    if (answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      refused_ = answer.get().status();  // a refusal is ready at once
+    }
+    return refused_;
+  }
+
+  Batcher& batcher_;
+  const int64_t sample_size_;
+  const VideoScoring& how_;
+  const bool stream_;
+  std::vector<float> held_;
+  std::vector<std::shared_future<Result<BatchResult>>> answers_;
+  Status refused_;
+};
+
+// One video's clips, decoded on this video's share of the cores, and their logits in order.
+Result<std::vector<float>> VideoClipLogits(Batcher& batcher, const ModelInfo& info,
+                                           std::string_view video, const std::string& name,
+                                           VideoSettings settings, const VideoScoring& how,
+                                           VideoSamples* samples) {
+  std::optional<ClipSubmitter> clips;
+  {
+    const DecodeShare share;
+    clips.emplace(batcher, info.sample_size(), how, how.stream_clips.value_or(share.alone()));
+    settings.decode_threads = share.threads();
+    Result<VideoSamples> cut =
+        VideoToSamples(video, name, settings,
+                       [&](std::vector<float> sample) { return clips->Add(std::move(sample)); });
+    REEL_RETURN_IF_ERROR(clips->refused());
+    if (!cut.ok()) {
+      return InvalidArgumentError(
+          name + " is not a video the server can decode: " + cut.status().message());
+    }
+    *samples = std::move(*cut);
+  }
+  REEL_RETURN_IF_ERROR(clips->Flush());
+  return clips->Logits();
 }
 
 }  // namespace
@@ -264,16 +333,13 @@ Result<Scores> ScoreVideos(Batcher& batcher, const ModelInfo& info,
       return CancelledError("the client went away before the video was decoded");
     }
     const std::string name = "input element " + std::to_string(v);
-    Result<VideoSamples> samples = Decode(videos[v], name, settings);
-    if (!samples.ok()) {
-      return InvalidArgumentError(
-          name + " is not a video the server can decode: " + samples.status().message());
-    }
-    REEL_ASSIGN_OR_RETURN(std::vector<float> clips, ClipLogits(batcher, info, *samples, how));
+    VideoSamples samples;
+    REEL_ASSIGN_OR_RETURN(std::vector<float> clips,
+                          VideoClipLogits(batcher, info, videos[v], name, settings, how, &samples));
     for (size_t i = 0; i < clips.size(); ++i) {
-      scores.logits[v * classes + i % classes] += clips[i] / samples->clips;
+      scores.logits[v * classes + i % classes] += clips[i] / samples.clips;
     }
-    if (how.timeline) scores.timelines.push_back(TimelineJson(clips, *samples, info));
+    if (how.timeline) scores.timelines.push_back(TimelineJson(clips, samples, info));
   }
   return scores;
 }

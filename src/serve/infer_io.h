@@ -48,11 +48,15 @@ struct VideoScoring {
   std::function<bool()> gone;  // the client left (may be empty)
   int clips = 0;               // clips per video; 0: the model's own setting
   bool timeline = false;
+  // Whether a video's clips go to the batcher one by one as they are cut (their forward passes
+  // overlapping the decoding of the rest) or together once cut. Unset: one by one while no other
+  // video is being decoded.
+  std::optional<bool> stream_clips;
 };
 
-// Each video decoded on the caller's thread into clips, which run through `batcher` (max_batch at
-// a time); a video's logits are the mean of its clips'. Errors: InvalidArgument for a video that
-// cannot be decoded, Cancelled when the client left, and the batcher's.
+// Each video decoded on the caller's thread into clips, which run through `batcher` (see
+// VideoScoring::stream_clips); a video's logits are the mean of its clips'. Errors: InvalidArgument
+// for a video that cannot be decoded, Cancelled when the client left, and the batcher's.
 Result<Scores> ScoreVideos(Batcher& batcher, const ModelInfo& info,
                            const std::vector<std::string_view>& videos, const VideoScoring& how);
 

@@ -56,7 +56,7 @@ void ApplyManifestClipSettings(const nlohmann::json& clip_settings,
 }
 
 Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view name,
-                                    const VideoSettings& settings) {
+                                    const VideoSettings& settings, const SampleSink& sink) {
   ingest::ClipSettings cut = settings.ingest;
   cut.max_clips_per_video = settings.clips;
   VideoSamples samples;
@@ -64,7 +64,13 @@ Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view nam
   const auto sample = [&](const ingest::CutVideo&, const ingest::PlannedClip& planned,
                           const std::vector<media::Frame>& frames) -> Status {
     if (frames.empty()) return Status::Ok();
-    REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
+    if (sink) {
+      std::vector<float> sample;
+      REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &sample));
+      REEL_RETURN_IF_ERROR(sink(std::move(sample)));
+    } else {
+      REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
+    }
     ++samples.clips;
     samples.spans.push_back({planned.start_s, planned.end_s});
     return Status::Ok();

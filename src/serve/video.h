@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -44,8 +45,14 @@ struct VideoSamples {
   std::vector<ClipSpan> spans;  // one per clip
 };
 
+// Takes each clip's sample (sample_size floats) as soon as it is cut, while the rest of the video
+// is still to decode, so that its forward pass can start; an error stops the cut and is returned.
+using SampleSink = std::function<Status(std::vector<float> sample)>;
+
 // `bytes`: a whole video file (any container and codec FFmpeg reads). `name` appears in errors.
+// With a `sink`, the samples go there and VideoSamples::input stays empty.
 Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view name,
-                                    const VideoSettings& settings);
+                                    const VideoSettings& settings,
+                                    const SampleSink& sink = nullptr);
 
 }  // namespace reel::serve

@@ -1,0 +1,139 @@
+#include "serve/infer_io.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "serve/sum_model_testing.h"
+#include "serve/video.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+#include "testing/wait.h"
+
+namespace reel::serve {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr auto kQueuedWait = std::chrono::seconds(20);
+
+std::string VideoBytes(const std::string& name) {
+  std::ifstream in(reel::testing::SourcePath("testdata/videos/" + name), std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// SumModel behind a batcher, recording each forward pass's batch size. `first_pass` runs at the
+// start of the first forward pass (with the batcher at hand).
+class Served {
+ public:
+  explicit Served(int max_batch, std::function<void(Batcher&)> first_pass = nullptr)
+      : model_("sum"), first_pass_(std::move(first_pass)) {
+    BatcherOptions options;
+    options.max_batch = max_batch;
+    auto forward = [this](int, const float* input, int64_t n) -> Result<std::vector<float>> {
+      bool first = false;
+      {
+        std::lock_guard lock(mu_);
+        first = passes_.empty();
+        passes_.push_back(n);
+      }
+      if (first && first_pass_) first_pass_(*batcher_);
+      return model_.Forward(input, n);
+    };
+    batcher_ =
+        std::move(Batcher::Start(options, info().sample_size(), info().num_classes(), forward))
+            .value();
+  }
+
+  const ModelInfo& info() const { return model_.info(); }
+  Batcher& batcher() { return *batcher_; }
+  std::vector<int64_t> passes() {
+    std::lock_guard lock(mu_);
+    return passes_;
+  }
+
+ private:
+  SumModel model_;
+  std::function<void(Batcher&)> first_pass_;
+  std::unique_ptr<Batcher> batcher_;
+  std::mutex mu_;
+  std::vector<int64_t> passes_;
+};
+
+// The mean of SumModel's scores of the video's clips, computed from the cut alone.
+std::vector<float> MeanClipScores(const std::string& video, const ModelInfo& info, int clips) {
+  VideoSettings settings = info.video;
+  settings.clips = clips;
+  VideoSamples samples = VideoToSamples(video, "video", settings).value();
+  const int64_t size = info.sample_size();
+  float sum = 0;
+  for (int64_t c = 0; c < samples.clips; ++c) {
+    for (int64_t i = 0; i < size; ++i) sum += samples.input[c * size + i] / samples.clips;
+  }
+  return {sum, -sum, 0.f};
+}
+
+void ExpectScores(const Scores& scores, const std::vector<float>& want) {
+  ASSERT_EQ(scores.logits.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(scores.logits[i], want[i], 1e-4);
+}
+
+TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
+  const std::string video = VideoBytes("mmaction2_test.mp4");
+  // The first clip's forward pass waits for the next clip: only a clip sent on while the video
+  // is still being decoded can arrive. Sent all together, the first pass holds every clip.
+  bool overlapped = false;
+  Served served(/*max_batch=*/8, [&](Batcher& batcher) {
+    overlapped = reel::testing::WaitUntil([&] { return batcher.stats().queued >= 1; }, kQueuedWait);
+  });
+  VideoScoring how;
+  how.clips = 3;
+  how.timeline = true;
+  const std::vector<std::string_view> videos = {video};
+  ASSERT_OK_AND_ASSIGN(Scores scores, ScoreVideos(served.batcher(), served.info(), videos, how));
+  EXPECT_TRUE(overlapped);
+  EXPECT_EQ(served.passes().front(), 1);
+  ExpectScores(scores, MeanClipScores(video, served.info(), 3));
+  ASSERT_EQ(scores.timelines.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(scores.timelines[0]).size(), 3u);
+}
+
+TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {
+  const std::string video = VideoBytes("mmaction2_test.mp4");
+  Served served(/*max_batch=*/2);
+  VideoScoring how;
+  how.clips = 3;
+  how.stream_clips = false;
+  const std::vector<std::string_view> videos = {video, video};
+  ASSERT_OK_AND_ASSIGN(Scores scores, ScoreVideos(served.batcher(), served.info(), videos, how));
+  EXPECT_THAT(served.passes(), ElementsAre(2, 1, 2, 1));
+  std::vector<float> want = MeanClipScores(video, served.info(), 3);
+  want.insert(want.end(), want.begin(), want.end());
+  ExpectScores(scores, want);
+}
+
+TEST(ScoreVideos, ARefusedClipFailsTheVideo) {
+  const std::string video = VideoBytes("mmaction2_test.mp4");
+  Served served(/*max_batch=*/8);
+  served.batcher().Shutdown();
+  VideoScoring how;
+  how.stream_clips = true;
+  const std::vector<std::string_view> videos = {video};
+  EXPECT_STATUS(ScoreVideos(served.batcher(), served.info(), videos, how),
+                StatusCode::kUnavailable);
+  how.stream_clips = false;
+  EXPECT_STATUS(ScoreVideos(served.batcher(), served.info(), videos, how),
+                StatusCode::kUnavailable);
+  const std::vector<std::string_view> not_video = {"not a video"};
+  EXPECT_STATUS(ScoreVideos(served.batcher(), served.info(), not_video, how),
+                StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reel::serve
