@@ -49,8 +49,8 @@ struct VideoScoring {
   int clips = 0;               // clips per video; 0: the model's own setting
   bool timeline = false;
   // Whether a video's clips go to the batcher one by one as they are cut (their forward passes
-  // overlapping the decoding of the rest) or together once cut. Unset: one by one while no other
-  // video is being decoded.
+  // overlapping the decoding of the rest) or together once cut. Unset: one by one when no other
+  // video is being decoded and the batcher has no work.
   std::optional<bool> stream_clips;
 };
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <sstream>
 
@@ -102,6 +103,35 @@ TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
   ExpectScores(scores, MeanClipScores(video, served.info(), 3));
   ASSERT_EQ(scores.timelines.size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(scores.timelines[0]).size(), 3u);
+}
+
+TEST(ScoreVideos, ClipsGoTogetherWhileTheModelIsBusy) {
+  const std::string video = VideoBytes("mmaction2_test.mp4");
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> busy;
+  Served served(/*max_batch=*/8, [&](Batcher&) {
+    busy.set_value();
+    released.wait_for(kQueuedWait);
+  });
+  // Another request is in its forward pass while the video is decoded.
+  BatchWork other;
+  other.input.assign(static_cast<size_t>(served.info().sample_size()), 0.f);
+  std::future<Result<BatchResult>> other_answer = served.batcher().Submit(std::move(other));
+  ASSERT_EQ(busy.get_future().wait_for(kQueuedWait), std::future_status::ready);
+  VideoScoring how;
+  how.clips = 3;
+  const std::vector<std::string_view> videos = {video};
+  auto scores = std::async(std::launch::async, [&] {
+    return ScoreVideos(served.batcher(), served.info(), videos, how);
+  });
+  ASSERT_TRUE(
+      reel::testing::WaitUntil([&] { return served.batcher().stats().queued == 1; }, kQueuedWait));
+  release.set_value();
+  ASSERT_OK(other_answer.get());
+  ASSERT_OK_AND_ASSIGN(Scores got, scores.get());
+  EXPECT_THAT(served.passes(), ElementsAre(1, 3));
+  ExpectScores(got, MeanClipScores(video, served.info(), 3));
 }
 
 TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {

@@ -70,6 +70,8 @@ Result<VideoSamples> VideoToSamples(std::string_view bytes, std::string_view nam
       REEL_RETURN_IF_ERROR(sink(std::move(sample)));
     } else {
       REEL_RETURN_IF_ERROR(AppendSample(frames, settings, &samples.input));
+      // Room for every clip at once, rather than copies as the vector doubles.
+      if (samples.clips == 0) samples.input.reserve(samples.input.size() * settings.clips);
     }
     ++samples.clips;
     samples.spans.push_back({planned.start_s, planned.end_s});
