@@ -21,6 +21,7 @@
 //   serve_bench [--seconds S] [--threads N] [--model FILE.pt] [--peer-url URL] [--peer-model M]
 //               [--video FILE] [--concurrency 1,4,16,64] [--video-concurrency 1,4]
 //               [--rate R,...] [--requests N] [--seed S] [--precision fp32|bf16|auto]
+//               [--rounds N]
 //   serve_bench --write-model DIR   writes DIR/bench.safetensors and DIR/bench.yaml, and exits
 //   serve_bench --parse-only N      times N parses of the JSON and binary bodies, back to back
 //                                   and each after 20 ms asleep, and exits
@@ -31,7 +32,9 @@
 //                                   a lone request (all cores), and exits
 //
 // --rate: open-loop arrival rates (requests/s); default half and 0.9× the raw batch-1 forward
-// throughput. --requests: per rate; default rate × seconds (at least 20).
+// throughput. --requests: per rate; default rate × seconds (at least 20). --rounds: each
+// closed-loop row against the peer is N turns of S / N seconds each side, taken alternately
+// (default 4): the peer's rate moves with the machine as much as Reel's does.
 //
 // OpenMP: run it with OMP_WAIT_POLICY=PASSIVE (bench/run_serve_bench.sh does), as reel serve
 // runs; the setting and the thread counts are printed (the peer's as its /v2 reports them).
@@ -102,6 +105,7 @@ struct Flags {
   uint64_t seed = 1;
   int parse_only = 0;
   int decode_only = 0;
+  int rounds = 4;  // turns Reel and its peer take in each closed-loop comparison row
 };
 
 // Sets `flag` to `value`; false for an unknown flag.
@@ -134,6 +138,8 @@ bool SetFlag(Flags* f, const std::string& flag, const std::string& value) {
     f->parse_only = std::atoi(value.c_str());
   } else if (flag == "--decode-only") {
     f->decode_only = std::atoi(value.c_str());
+  } else if (flag == "--rounds") {
+    f->rounds = std::atoi(value.c_str());
   } else if (flag == "--seed") {
     f->seed = static_cast<uint64_t>(std::atoll(value.c_str()));
   } else {
@@ -146,6 +152,7 @@ void CheckFlags(const Flags& f) {
   if (f.seconds <= 0 || f.threads < 1) Die("--seconds and --threads must be positive");
   if (f.parse_only < 0) Die("--parse-only: a count of parses");
   if (f.decode_only < 0) Die("--decode-only: a count of decodes");
+  if (f.rounds < 1) Die("--rounds: a positive count of turns");
   if (f.decode_only > 0 && f.video.empty()) Die("--decode-only needs --video FILE");
   for (int c : f.concurrency)
     if (c < 1) Die("--concurrency: positive counts");
@@ -276,8 +283,14 @@ Figures RawForward(const serve::Model& model, int64_t batch, double seconds,
   if (cpu != nullptr) *cpu = CpuSince(start, ms.size() * batch);
   double total = 0;
   for (double m : ms) total += m;
-  return {1000.0 * batch * ms.size() / total, Percentile(ms, 0.5), Percentile(ms, 0.99), 0,
-          ms.size()};
+  Figures figures;
+  figures.per_second = 1000.0 * batch * ms.size() / total;
+  figures.p50_ms = Percentile(ms, 0.5);
+  figures.p99_ms = Percentile(ms, 0.99);
+  figures.requests = ms.size();
+  figures.seconds = total / 1000;
+  figures.latencies_ms = std::move(ms);
+  return figures;
 }
 
 // `reel serve`'s service and HTTP layer in this process, serving the model as "bench".
@@ -358,8 +371,12 @@ double DecodeMs(const serve::Model& model, const std::string& path, const std::s
 // This VM's speed drifts by up to 2x within minutes, so one raw figure at the start is no limit
 // for a row measured a minute later.
 Figures Bracket(const Figures& before, const Figures& after) {
-  return {0.5 * (before.per_second + after.per_second), 0.5 * (before.p50_ms + after.p50_ms),
-          0.5 * (before.p99_ms + after.p99_ms), 0, before.requests + after.requests};
+  Figures mean;
+  mean.per_second = 0.5 * (before.per_second + after.per_second);
+  mean.p50_ms = 0.5 * (before.p50_ms + after.p50_ms);
+  mean.p99_ms = 0.5 * (before.p99_ms + after.p99_ms);
+  mean.requests = before.requests + after.requests;
+  return mean;
 }
 
 // Where a request's CPU goes on this machine, whose cores the load generator shares: the raw
@@ -572,18 +589,30 @@ std::vector<std::string> Requests(const std::vector<Target>& targets, const serv
 }
 
 // Closed loop at each of `levels` (concurrency): one driver per server, warmed up first.
+// Each level's row: with a peer, Reel and the peer take turns in `rounds` runs of seconds / rounds
+// each (who goes first alternating), so that both see the same minutes of a machine whose speed
+// drifts; each side's runs are then combined.
 std::vector<Pair> Sweep(const std::vector<Target>& targets, const serve::Body& body,
-                        const std::vector<int>& levels, double seconds) {
+                        const std::vector<int>& levels, double seconds, int rounds) {
   const std::vector<std::string> requests = Requests(targets, body);
-  std::vector<Pair> rows(levels.size());
+  std::vector<std::unique_ptr<Driver>> drivers;
   for (size_t t = 0; t < targets.size(); ++t) {
-    Driver driver(targets[t].endpoint, requests[t]);
-    (void)driver.Closed(1, 1e9, 3);  // warm-up
-    for (size_t i = 0; i < levels.size(); ++i) {
-      const Figures fig = driver.Closed(levels[i], seconds);
-      (t == 0 ? rows[i].reel : rows[i].peer) = fig;
-      rows[i].has_peer = targets.size() > 1;
+    drivers.push_back(std::make_unique<Driver>(targets[t].endpoint, requests[t]));
+    (void)drivers.back()->Closed(1, 1e9, 3);  // warm-up
+  }
+  if (targets.size() == 1) rounds = 1;
+  std::vector<Pair> rows(levels.size());
+  for (size_t i = 0; i < levels.size(); ++i) {
+    std::vector<Figures> runs[2];
+    for (int r = 0; r < rounds; ++r) {
+      for (size_t k = 0; k < targets.size(); ++k) {
+        const size_t t = r % 2 == 0 ? k : targets.size() - 1 - k;
+        runs[t].push_back(drivers[t]->Closed(levels[i], seconds / rounds));
+      }
     }
+    rows[i].reel = Combine(runs[0]);
+    rows[i].has_peer = targets.size() > 1;
+    if (rows[i].has_peer) rows[i].peer = Combine(runs[1]);
   }
   return rows;
 }
@@ -591,9 +620,9 @@ std::vector<Pair> Sweep(const std::vector<Target>& targets, const serve::Body& b
 // A closed-loop table under its title: the header, then a row per concurrency level.
 std::vector<Pair> ClosedTable(const std::string& title, const std::vector<Target>& targets,
                               const serve::Body& body, const std::vector<int>& levels,
-                              const char* unit, double seconds) {
+                              const char* unit, double seconds, int rounds) {
   PrintPairHeader("concurrency", unit, targets.size() > 1);
-  std::vector<Pair> rows = Sweep(targets, body, levels, seconds);
+  std::vector<Pair> rows = Sweep(targets, body, levels, seconds, rounds);
   for (size_t i = 0; i < rows.size(); ++i) {
     PrintPair(title + ", concurrency", std::to_string(levels[i]), rows[i]);
   }
@@ -669,15 +698,15 @@ void Compare(const Flags& f, std::shared_ptr<serve::Model> model, double raw1_pe
               static_cast<long long>(kFrames), static_cast<long long>(kSize),
               static_cast<long long>(kSize), json.bytes.size() / 1e6);
   const std::vector<Pair> closed =
-      ClosedTable("JSON clip", targets, json, f.concurrency, "req/s", f.seconds);
+      ClosedTable("JSON clip", targets, json, f.concurrency, "req/s", f.seconds, f.rounds);
   std::vector<Pair> videos;
   if (video) {
     std::printf(
         "\nclosed loop, encoded video (BYTES, binary extension, %.2f MB: %s), %d clips a "
         "video, averaged\n",
         video->bytes.size() / 1e6, f.video.c_str(), 4);
-    videos =
-        ClosedTable("encoded video", targets, *video, f.video_concurrency, "videos/s", f.seconds);
+    videos = ClosedTable("encoded video", targets, *video, f.video_concurrency, "videos/s",
+                         f.seconds, f.rounds);
   }
   OpenTable(f, targets, json, raw1_per_second);
   if (has_peer) PrintGoals(f, closed, videos);

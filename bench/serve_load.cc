@@ -260,8 +260,13 @@ class Driver::Impl {
       std::fprintf(stderr, "serve_bench: %s: %d failed requests\n", endpoint_.url.c_str(),
                    failures_);
     }
-    return {latencies_.size() / s, Percentile(latencies_, 0.5), Percentile(latencies_, 0.99),
-            failures_, latencies_.size()};
+    return {latencies_.size() / s,
+            Percentile(latencies_, 0.5),
+            Percentile(latencies_, 0.99),
+            failures_,
+            latencies_.size(),
+            s,
+            latencies_};
   }
 
   // The timer fired: queues the arrivals due, sends what it can, and waits for the next.
@@ -485,6 +490,21 @@ Figures Driver::Closed(int concurrency, double seconds, size_t limit) {
 
 Figures Driver::Open(double rate, size_t requests, uint64_t seed, int* max_connections) {
   return impl_->Open(rate, requests, seed, max_connections);
+}
+
+Figures Combine(const std::vector<Figures>& runs) {
+  Figures all;
+  for (const Figures& run : runs) {
+    all.failures += run.failures;
+    all.requests += run.requests;
+    all.seconds += run.seconds;
+    all.latencies_ms.insert(all.latencies_ms.end(), run.latencies_ms.begin(),
+                            run.latencies_ms.end());
+  }
+  all.per_second = static_cast<double>(all.requests) / std::max(1e-9, all.seconds);
+  all.p50_ms = Percentile(all.latencies_ms, 0.5);
+  all.p99_ms = Percentile(all.latencies_ms, 0.99);
+  return all;
 }
 
 Figures Load(const std::string& url, const serve::Body& body, int concurrency, double seconds) {

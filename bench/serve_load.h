@@ -55,7 +55,13 @@ struct Figures {
   double p50_ms = 0, p99_ms = 0;
   int failures = 0;
   size_t requests = 0;
+  double seconds = 0;                // how long the run took
+  std::vector<double> latencies_ms;  // every answered request's
 };
+
+// Runs of the same load taken in turns as one: requests over the runs' seconds, percentiles over
+// all their latencies.
+Figures Combine(const std::vector<Figures>& runs);
 
 // The clip every request carries: fixed pseudo-random values with two decimals.
 std::vector<float> Clip();
