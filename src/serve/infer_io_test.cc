@@ -87,6 +87,7 @@ void ExpectScores(const Scores& scores, const std::vector<float>& want) {
 
 TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
   const std::string video = VideoBytes("mmaction2_test.mp4");
+  ASSERT_FALSE(video.empty());
   // The first clip's forward pass waits for the next clip: only a clip sent on while the video
   // is still being decoded can arrive. Sent all together, the first pass holds every clip.
   bool overlapped = false;
@@ -107,6 +108,7 @@ TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
 
 TEST(ScoreVideos, ClipsGoTogetherWhileTheModelIsBusy) {
   const std::string video = VideoBytes("mmaction2_test.mp4");
+  ASSERT_FALSE(video.empty());
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::promise<void> busy;
@@ -136,6 +138,7 @@ TEST(ScoreVideos, ClipsGoTogetherWhileTheModelIsBusy) {
 
 TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {
   const std::string video = VideoBytes("mmaction2_test.mp4");
+  ASSERT_FALSE(video.empty());
   Served served(/*max_batch=*/2);
   VideoScoring how;
   how.clips = 3;
@@ -150,6 +153,7 @@ TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {
 
 TEST(ScoreVideos, ARefusedClipFailsTheVideo) {
   const std::string video = VideoBytes("mmaction2_test.mp4");
+  ASSERT_FALSE(video.empty());
   Served served(/*max_batch=*/8);
   served.batcher().Shutdown();
   VideoScoring how;
