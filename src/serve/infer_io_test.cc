@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <future>
 #include <mutex>
-#include <sstream>
 
+#include "base/files.h"
 #include "serve/sum_model_testing.h"
 #include "serve/video.h"
 #include "testing/status_matchers.h"
@@ -22,11 +21,10 @@ using ::testing::ElementsAre;
 
 constexpr auto kQueuedWait = std::chrono::seconds(20);
 
-std::string VideoBytes(const std::string& name) {
-  std::ifstream in(reel::testing::SourcePath("testdata/videos/" + name), std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+// The test video every case cuts (base/files.h reads it).
+std::string TestVideo() {
+  return ReadFileToString(reel::testing::SourcePath("testdata/videos/mmaction2_test.mp4"))
+      .value_or(std::string());
 }
 
 // SumModel behind a batcher, recording each forward pass's batch size. `first_pass` runs at the
@@ -86,7 +84,7 @@ void ExpectScores(const Scores& scores, const std::vector<float>& want) {
 }
 
 TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
-  const std::string video = VideoBytes("mmaction2_test.mp4");
+  const std::string video = TestVideo();
   ASSERT_FALSE(video.empty());
   // The first clip's forward pass waits for the next clip: only a clip sent on while the video
   // is still being decoded can arrive. Sent all together, the first pass holds every clip.
@@ -107,7 +105,7 @@ TEST(ScoreVideos, ComputesALoneVideosFirstClipWhileTheRestIsDecoded) {
 }
 
 TEST(ScoreVideos, ClipsGoTogetherWhileTheModelIsBusy) {
-  const std::string video = VideoBytes("mmaction2_test.mp4");
+  const std::string video = TestVideo();
   ASSERT_FALSE(video.empty());
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
@@ -137,7 +135,7 @@ TEST(ScoreVideos, ClipsGoTogetherWhileTheModelIsBusy) {
 }
 
 TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {
-  const std::string video = VideoBytes("mmaction2_test.mp4");
+  const std::string video = TestVideo();
   ASSERT_FALSE(video.empty());
   Served served(/*max_batch=*/2);
   VideoScoring how;
@@ -152,7 +150,7 @@ TEST(ScoreVideos, ClipsSentTogetherGoInBatchesOfAtMostMaxBatch) {
 }
 
 TEST(ScoreVideos, ARefusedClipFailsTheVideo) {
-  const std::string video = VideoBytes("mmaction2_test.mp4");
+  const std::string video = TestVideo();
   ASSERT_FALSE(video.empty());
   Served served(/*max_batch=*/8);
   served.batcher().Shutdown();
