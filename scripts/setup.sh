@@ -92,6 +92,7 @@ npm_ci() {
 }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 npm_ci "$root/ui"  # uPlot and dagre, built into `reel ui`; playwright-core for its browser test
+# (pinned to 1.61, the last release that runs on Debian 12's Node 18)
 if ((tests)); then
   npm_ci "$root/tools/k8s-validate"
 fi
