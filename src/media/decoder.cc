@@ -5,8 +5,10 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -52,10 +54,51 @@ Status CheckOptions(const DecodeOptions& o) {
   return Status::Ok();
 }
 
+// What a libavcodec context is opened from. A context opened for equal parameters, once flushed
+// (as every seek flushes it), decodes a new stream as a fresh one would. The reorder delay
+// (video_delay: MP4 gives each clip the largest its own frames need) is left out: a context
+// keeps the largest it has seen, and a larger delay than a stream needs changes only when
+// frames come out, not which.
+struct StreamKey {
+  std::array<int, 15> fields = {};
+  std::string extradata;
+
+  static StreamKey Of(const AVStream* st) {
+    const AVCodecParameters* p = st->codecpar;
+    StreamKey k;
+    k.fields = {p->codec_id,        static_cast<int>(p->codec_tag),
+                p->width,           p->height,
+                p->format,          p->profile,
+                p->level,           p->color_range,
+                p->color_primaries, p->color_trc,
+                p->color_space,     p->chroma_location,
+                p->field_order,     st->time_base.num,
+                st->time_base.den};
+    if (p->extradata != nullptr) {
+      k.extradata.assign(reinterpret_cast<const char*>(p->extradata),
+                         static_cast<size_t>(p->extradata_size));
+    }
+    return k;
+  }
+  bool operator==(const StreamKey& o) const {
+    return fields == o.fields && extradata == o.extradata;
+  }
+};
+
+// The parts of the last single-threaded decoder this thread closed with
+// DecodeOptions::reuse_on_thread, for the next one it opens on equal stream parameters.
+struct SpareDecoder {
+  StreamKey key;
+  AVCodecContextPtr codec;
+  internal::SwsConverter converter;
+};
+thread_local std::optional<SpareDecoder> t_spare_decoder;
+
 class DecoderImpl : public VideoDecoder {
  public:
   DecoderImpl(std::unique_ptr<Demuxer> demuxer, const DecodeOptions& options)
       : demuxer_(std::move(demuxer)), options_(options) {}
+  ~DecoderImpl() override { KeepForReuse(); }
 
   Status Init();
 
@@ -82,6 +125,8 @@ class DecoderImpl : public VideoDecoder {
   // returned when `target` cannot be produced (sequential reads with skip_corrupt); nullopt when
   // the video ends first.
   Result<std::optional<Frame>> DecodeTo(int64_t target, bool allow_later);
+  Status OpenCodec(const AVCodec* codec, const AVStream* st);
+  void KeepForReuse();
   Status Reposition(int64_t packet, bool count);
   bool Unrequested(int64_t packet_index) const;
   int64_t IdentifyFrame(const AVFrame* frame);
@@ -92,6 +137,7 @@ class DecoderImpl : public VideoDecoder {
   DecodeOptions options_;
   VideoInfo info_;
   AVCodecContextPtr codec_;
+  StreamKey key_;  // with reuse_on_thread
   AVPacketPtr packet_;
   AVFramePtr frame_;
   AVFramePtr scaled_;
@@ -126,19 +172,7 @@ Status DecoderImpl::Init() {
     return UnimplementedError(name + ": this FFmpeg build has no decoder for codec '" +
                               info_.codec + "'");
   }
-  codec_.reset(avcodec_alloc_context3(codec));
-  if (!codec_) return internal::OutOfMemory(name);
-  int ret = avcodec_parameters_to_context(codec_.get(), st->codecpar);
-  if (ret < 0) return internal::AvErrorToStatus(ret, name + ": decoder parameters");
-  codec_->pkt_timebase = st->time_base;
-  const bool small =
-      static_cast<int64_t>(info_.width) * info_.height < options_.frame_threads_min_pixels;
-  codec_->thread_count = small ? 1 : options_.threads;
-  codec_->thread_type = FF_THREAD_FRAME;
-  ret = avcodec_open2(codec_.get(), codec, nullptr);
-  if (ret < 0) {
-    return internal::AvErrorToStatus(ret, name + ": opening the " + info_.codec + " decoder");
-  }
+  REEL_RETURN_IF_ERROR(OpenCodec(codec, st));
   packet_ = internal::MakePacket();
   frame_ = internal::MakeFrame();
   scaled_ = internal::MakeFrame();
@@ -182,6 +216,44 @@ Status DecoderImpl::Init() {
   // Position at the first packet (not counted as a seek).
   if (info_.frame_count > 0) REEL_RETURN_IF_ERROR(Reposition(0, /*count=*/false));
   return Status::Ok();
+}
+
+Status DecoderImpl::OpenCodec(const AVCodec* codec, const AVStream* st) {
+  const std::string& name = demuxer_->input().name();
+  const bool small =
+      static_cast<int64_t>(info_.width) * info_.height < options_.frame_threads_min_pixels;
+  const int threads = small ? 1 : options_.threads;
+  if (options_.reuse_on_thread && threads == 1) {
+    key_ = StreamKey::Of(st);
+    if (t_spare_decoder && t_spare_decoder->key == key_) {
+      codec_ = std::move(t_spare_decoder->codec);
+      codec_->has_b_frames = std::max(codec_->has_b_frames, st->codecpar->video_delay);
+      converter_ = std::move(t_spare_decoder->converter);
+      t_spare_decoder.reset();
+      stats_.decoder_reused = true;
+      return Status::Ok();
+    }
+  }
+  codec_.reset(avcodec_alloc_context3(codec));
+  if (!codec_) return internal::OutOfMemory(name);
+  int ret = avcodec_parameters_to_context(codec_.get(), st->codecpar);
+  if (ret < 0) return internal::AvErrorToStatus(ret, name + ": decoder parameters");
+  codec_->pkt_timebase = st->time_base;
+  codec_->thread_count = threads;
+  codec_->thread_type = FF_THREAD_FRAME;
+  ret = avcodec_open2(codec_.get(), codec, nullptr);
+  if (ret < 0) {
+    codec_.reset();
+    return internal::AvErrorToStatus(ret, name + ": opening the " + info_.codec + " decoder");
+  }
+  return Status::Ok();
+}
+
+void DecoderImpl::KeepForReuse() {
+  if (!options_.reuse_on_thread || !codec_ || codec_->thread_count != 1) return;
+  avcodec_flush_buffers(codec_.get());  // drops its frames and any end-of-stream state
+  codec_->skip_frame = AVDISCARD_DEFAULT;
+  t_spare_decoder = SpareDecoder{std::move(key_), std::move(codec_), std::move(converter_)};
 }
 
 std::string DecoderImpl::FrameName(int64_t index) const {
@@ -453,8 +525,10 @@ Status DecoderImpl::ForEachFrame(const std::function<Status(Frame&&)>& on_frame,
 Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const Input& input,
                                                          const DecodeOptions& options) {
   REEL_RETURN_IF_ERROR(CheckOptions(options));
-  REEL_ASSIGN_OR_RETURN(std::unique_ptr<Demuxer> demuxer,
-                        Demuxer::Open(input, options.stream_index));
+  REEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Demuxer> demuxer,
+      Demuxer::Open(input, options.stream_index,
+                    {options.container, options.analyze_streams, options.parse_packets}));
   auto decoder = std::make_unique<DecoderImpl>(std::move(demuxer), options);
   REEL_RETURN_IF_ERROR(decoder->Init());
   return std::unique_ptr<VideoDecoder>(std::move(decoder));

@@ -96,6 +96,26 @@ struct DecodeOptions {
   // frames are matched by timestamps (VideoInfo::has_presentation_timestamps); the frames
   // returned are the same either way. Sequential reads decode every frame.
   bool skip_unrequested = true;
+
+  // What the caller knows of the input, for the clips Reel's own ingest wrote (a shard's MP4
+  // records, one H.264 stream each, every timestamp in the index): the container's FFmpeg name
+  // ("mp4"), so that FFmpeg does not probe for it; that its header says all the decoder needs,
+  // so that no frame is decoded to find out (avformat_find_stream_info); and that its index says
+  // what each packet is, so that no parser reads their headers. Together they are over a third
+  // of opening and decoding a 2 KiB clip of 8 frames. Without the analysis VideoInfo::pixel_format
+  // is empty. An input in another container fails to open (InvalidArgument or DataLoss); one whose
+  // header or index is incomplete may decode wrongly, so the defaults probe and analyse.
+  std::string container;
+  bool analyze_streams = true;
+  bool parse_packets = true;
+
+  // When this decoder closes, keep its libavcodec context (flushed) and swscale set-up for the
+  // next decoder the same thread opens on a stream of equal parameters and extradata (the
+  // loader's workers open thousands of small clips alike): opening an H.264 decoder allocates
+  // and clears its context, and swscale plans its filters, a fifth of such a clip's time once
+  // the options above are set. Single-threaded decoders only; one is kept per
+  // thread, until the thread ends. A flushed context decodes as a fresh one (a seek flushes).
+  bool reuse_on_thread = false;
 };
 
 // What a decoder has done since Open (or ResetStats).
@@ -112,6 +132,8 @@ struct DecodeStats {
   // Seconds spent turning decoded frames into the output format and size (libswscale, the copy
   // out, orientation and crop): the rest of a decode call is demuxing and libavcodec.
   double convert_s = 0;
+  // Opened on the decoder a closed one left (DecodeOptions::reuse_on_thread).
+  bool decoder_reused = false;
 };
 
 class VideoDecoder {

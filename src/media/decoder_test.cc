@@ -7,9 +7,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
+#include <set>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "base/files.h"
+#include "media/demuxer.h"
 #include "media/encoder.h"
 #include "media/scaler.h"
 #include "media/testing/media_testing.h"
@@ -136,6 +141,193 @@ TEST_P(OtherContainerTest, RandomAccessMatchesSequential) {
 
 INSTANTIATE_TEST_SUITE_P(Containers, OtherContainerTest,
                          ::testing::Values("h264", "mpegts", "matroska", "avi"));
+
+// The loader opens a shard's clips naming the container and without stream analysis. A clip as
+// ingest writes it (x264 with B-frames, MP4) and the shared MP4 / MOV videos (rotated, edit
+// lists, an unordered and a damaged one among them) must give the same frames and the same
+// description either way, sequentially and by random access.
+TEST(DecoderTest, AKnownContainerWithoutAnalysisDecodesTheSameFrames) {
+  EncoderOptions eo;
+  eo.width = 112;
+  eo.height = 112;
+  eo.container = "mp4";
+  auto encoder = VideoEncoder::Create(eo);
+  ASSERT_OK(encoder);
+  for (int t = 0; t < 8; ++t) ASSERT_OK((*encoder)->Add(testing::GradientFrame(112, 112, t)));
+  auto clip = (*encoder)->Finish();
+  ASSERT_OK(clip);
+  std::vector<std::pair<std::string, std::string>> inputs = {{"clip.mp4", *clip}};
+  for (const char* file : {"mmaction2_demo.mp4", "decord_video_90.mov", "decord_unordered.mov",
+                           "torchcodec_nasa_13013_rotated.mp4", "torchcodec_h265_video.mp4",
+                           "torchcodec_discard_first_keyframe.mp4",
+                           "torchcodec_test_non_zero_start.mp4", "decord_corrupted.mp4"}) {
+    inputs.emplace_back(file, ReadFileOrEmpty(SharedVideo(file)));
+  }
+  DecodeOptions known;
+  known.container = "mp4";
+  known.analyze_streams = false;
+  known.parse_packets = false;
+  known.skip_corrupt = true;
+  DecodeOptions probed;
+  probed.skip_corrupt = true;
+  for (const auto& [name, bytes] : inputs) {
+    SCOPED_TRACE(name);
+    ASSERT_FALSE(bytes.empty());
+    auto expected = MustOpen(Input::View(bytes, name), probed);
+    auto fast = MustOpen(Input::View(bytes, name), known);
+    ASSERT_TRUE(expected && fast);
+    const VideoInfo& a = expected->info();
+    const VideoInfo& b = fast->info();
+    EXPECT_EQ(b.frame_count, a.frame_count);
+    EXPECT_EQ(b.frame_pts, a.frame_pts);
+    EXPECT_EQ(b.keyframes, a.keyframes);
+    EXPECT_EQ(b.frame_rate.num * a.frame_rate.den, a.frame_rate.num * b.frame_rate.den);
+    EXPECT_EQ(std::tie(b.width, b.height, b.rotation, b.codec),
+              std::tie(a.width, a.height, a.rotation, a.codec));
+    EXPECT_EQ(b.pixel_format, "");
+    std::vector<Frame> want, got;
+    for (auto [decoder, out] : {std::pair{expected.get(), &want}, std::pair{fast.get(), &got}}) {
+      ASSERT_OK(decoder->ForEachFrame([out = out](Frame&& f) {
+        out->push_back(std::move(f));
+        return Status::Ok();
+      }));
+    }
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].index, want[i].index);
+      ASSERT_EQ(got[i].data, want[i].data) << "frame " << got[i].index;
+    }
+    if (name == "decord_corrupted.mp4") continue;  // random access fails on its bad packets
+    auto again = MustOpen(Input::View(bytes, name), known);
+    ASSERT_TRUE(again);
+    const int64_t last = want.back().index;
+    auto picked = again->DecodeFrames({last, want.front().index});
+    ASSERT_OK(picked);
+    EXPECT_EQ((*picked)[0].data, want.back().data);
+    EXPECT_EQ((*picked)[1].data, want.front().data);
+  }
+}
+
+// An MP4 clip of 8 frames as ingest writes them: a moving gradient from step `from`, the same
+// frame 8 times (still), or noise, which x264 codes with different numbers of B-frames, so the
+// clips' reorder delays (video_delay) differ.
+enum class ClipKind { kMoving, kStill, kNoise };
+std::string GradientClip(int width, int height, int from, ClipKind kind = ClipKind::kMoving) {
+  EncoderOptions eo;
+  eo.width = width;
+  eo.height = height;
+  eo.container = "mp4";
+  auto encoder = VideoEncoder::Create(eo);
+  EXPECT_OK(encoder);
+  if (!encoder.ok()) return "";
+  std::mt19937 rng(static_cast<unsigned>(from));
+  for (int t = from; t < from + 8; ++t) {
+    Frame f = testing::GradientFrame(width, height, kind == ClipKind::kStill ? from : t);
+    if (kind == ClipKind::kNoise) {
+      for (auto& v : f.data) v = static_cast<uint8_t>(rng());
+    }
+    EXPECT_OK((*encoder)->Add(f));
+  }
+  auto bytes = (*encoder)->Finish();
+  EXPECT_OK(bytes);
+  return bytes.ok() ? *bytes : "";
+}
+
+// Every frame of a memory input; `reused` receives whether its decoder was a kept one.
+std::vector<Frame> DecodeAllOf(const std::string& bytes, const DecodeOptions& options,
+                               bool* reused = nullptr, int64_t stop_after = -1) {
+  auto decoder = MustOpen(Input::View(bytes, "clip.mp4"), options);
+  std::vector<Frame> frames;
+  if (!decoder) return frames;
+  if (reused != nullptr) *reused = decoder->stats().decoder_reused;
+  EXPECT_OK(decoder->ForEachFrame(
+      [&](Frame&& f) {
+        frames.push_back(std::move(f));
+        return Status::Ok();
+      },
+      0, stop_after));
+  return frames;
+}
+
+// The loader's workers open clip after clip with reuse_on_thread. A kept decoder must decode the
+// next clip exactly as a fresh one, also after one left half-way (frames still inside it), and
+// only for equal stream parameters and on its own thread.
+TEST(DecoderTest, ADecoderReusedOnItsThreadDecodesAsAFreshOne) {
+  std::vector<std::string> clips;
+  for (int from : {0, 40, 90, 200}) clips.push_back(GradientClip(112, 112, from));
+  for (int from : {3, 5}) clips.push_back(GradientClip(112, 112, from, ClipKind::kStill));
+  for (int from : {7, 9}) clips.push_back(GradientClip(112, 112, from, ClipKind::kNoise));
+  std::set<int> delays;
+  for (const auto& clip : clips) {
+    auto demuxer = internal::Demuxer::Open(Input::View(clip, "clip.mp4"), -1, {"mp4", false});
+    ASSERT_OK(demuxer);
+    delays.insert((*demuxer)->stream()->codecpar->video_delay);
+  }
+  EXPECT_GE(delays.size(), 2u) << "the clips should need different reorder delays";
+  const std::string other_size = GradientClip(64, 48, 7);
+  DecodeOptions fresh;
+  DecodeOptions reuse;
+  reuse.reuse_on_thread = true;
+  std::vector<std::vector<Frame>> want;
+  for (const auto& clip : clips) want.push_back(DecodeAllOf(clip, fresh));
+
+  bool reused = true;
+  (void)DecodeAllOf(clips[3], reuse, &reused, /*stop_after=*/3);  // left with frames inside
+  EXPECT_FALSE(reused);                                           // nothing kept yet on this thread
+  for (size_t i : {0, 1, 2, 4, 6, 5, 7, 0, 6, 1}) {
+    std::vector<Frame> got = DecodeAllOf(clips[i], reuse, &reused);
+    EXPECT_TRUE(reused) << "clip " << i;
+    ASSERT_EQ(got.size(), 8u);
+    for (size_t f = 0; f < got.size(); ++f) {
+      EXPECT_EQ(got[f].data, want[i][f].data) << "clip " << i << " frame " << f;
+    }
+  }
+  auto picked = MustOpen(Input::View(clips[1], "clip.mp4"), reuse);
+  ASSERT_TRUE(picked);
+  EXPECT_TRUE(picked->stats().decoder_reused);
+  auto frames = picked->DecodeFrames({7, 2});
+  ASSERT_OK(frames);
+  EXPECT_EQ((*frames)[0].data, want[1][7].data);
+  EXPECT_EQ((*frames)[1].data, want[1][2].data);
+  picked.reset();
+
+  EXPECT_EQ(DecodeAllOf(other_size, reuse, &reused).size(), 8u);
+  EXPECT_FALSE(reused);  // another size: a new context, which is the one kept now
+  EXPECT_EQ(DecodeAllOf(clips[0], reuse, &reused).size(), 8u);
+  EXPECT_FALSE(reused);
+  std::thread([&] {
+    bool elsewhere = true;
+    EXPECT_EQ(DecodeAllOf(clips[2], reuse, &elsewhere).size(), 8u);
+    EXPECT_FALSE(elsewhere);  // this thread's spare is not another's
+  }).join();
+  EXPECT_EQ(DecodeAllOf(clips[2], fresh, &reused).size(), 8u);
+  EXPECT_FALSE(reused);  // without the option nothing is taken
+  std::vector<Frame> last = DecodeAllOf(clips[2], reuse, &reused);
+  EXPECT_TRUE(reused);
+  ASSERT_EQ(last.size(), 8u);
+  EXPECT_EQ(last[5].data, want[2][5].data);
+}
+
+TEST(DecoderErrorsTest, AWrongContainerIsAClearError) {
+  const std::string mkv = ReadFileOrEmpty(SharedVideo("decord_flipping_a_pancake.mkv"));
+  ASSERT_FALSE(mkv.empty());
+  DecodeOptions as_mp4;
+  as_mp4.container = "mp4";
+  as_mp4.analyze_streams = false;
+  as_mp4.parse_packets = false;
+  auto wrong = VideoDecoder::Open(Input::View(mkv, "pancake.mkv"), as_mp4);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("pancake.mkv"), std::string::npos)
+      << wrong.status().ToString();
+  DecodeOptions unknown;
+  unknown.container = "no-such-container";
+  auto none = VideoDecoder::Open(Input::View(mkv, "pancake.mkv"), unknown);
+  EXPECT_STATUS(none, StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("no-such-container"), std::string::npos);
+  EXPECT_STATUS(VideoDecoder::Open(Input::Memory(std::string(1000, '\1'), "x.mp4"), as_mp4),
+                StatusCode::kDataLoss);
+}
 
 TEST(DecoderTest, RequestOrderAndDuplicates) {
   auto decoder = MustOpen(Input::File(SharedVideo("mmaction2_rawvideo_dataset_part_0.mp4")));

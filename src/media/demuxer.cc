@@ -64,10 +64,11 @@ Demuxer::~Demuxer() {
   // Members are destroyed in reverse order: pending_, format_ (closes the demuxer), avio_, reader_.
 }
 
-Result<std::unique_ptr<Demuxer>> Demuxer::Open(const Input& input, int stream_index) {
+Result<std::unique_ptr<Demuxer>> Demuxer::Open(const Input& input, int stream_index,
+                                               const ContainerHints& hints) {
   EnsureFfmpegLogging();
   TakeLastFfmpegLogLine();  // forget lines logged before this call on this thread
-  std::unique_ptr<Demuxer> d(new Demuxer(input));
+  std::unique_ptr<Demuxer> d(new Demuxer(input, hints));
   REEL_RETURN_IF_ERROR(d->OpenFormat());
   AVFormatContext* fmt = d->format_.get();
   const std::string& name = input.name();
@@ -108,6 +109,14 @@ Status Demuxer::OpenFormat() {
   format_.reset();  // before the AVIOContext it reads from
   avio_.reset();
   reader_.reset();
+  const AVInputFormat* format = nullptr;
+  if (!hints_.format.empty()) {
+    format = av_find_input_format(hints_.format.c_str());
+    if (format == nullptr) {
+      return InvalidArgumentError(name + ": this FFmpeg build has no demuxer for container '" +
+                                  hints_.format + "'");
+    }
+  }
   AVFormatContext* raw = avformat_alloc_context();
   if (raw == nullptr) return OutOfMemory(name);
   if (!input_.is_file()) {
@@ -131,10 +140,14 @@ Status Demuxer::OpenFormat() {
     raw->pb = avio;
     raw->flags |= AVFMT_FLAG_CUSTOM_IO;
   }
+  // Packets as the index lists them, without a parser reading their headers (nor filling in
+  // timestamps, which a complete index has).
+  if (!hints_.parse_packets) raw->flags |= AVFMT_FLAG_NOPARSE | AVFMT_FLAG_NOFILLIN;
   // On failure avformat_open_input frees `raw` (not a custom pb).
-  int ret = avformat_open_input(&raw, name.c_str(), nullptr, nullptr);
+  int ret = avformat_open_input(&raw, name.c_str(), format, nullptr);
   if (ret < 0) return AvErrorToStatus(ret, name + ": opening");
   format_.reset(raw);
+  if (!hints_.analyze_streams) return Status::Ok();
   ret = avformat_find_stream_info(raw, nullptr);
   if (ret < 0) return AvErrorToStatus(ret, name + ": reading stream information");
   return Status::Ok();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -36,11 +37,19 @@ struct FrameTable {
   bool timestamp_mode = true;         // frames identified by pts; else by counting from packet 0
 };
 
+// What the caller knows about an input (DecodeOptions::container, analyze_streams).
+struct ContainerHints {
+  std::string format;           // FFmpeg's name of the container; empty: probe for it
+  bool analyze_streams = true;  // avformat_find_stream_info
+  bool parse_packets = true;    // AVParsers where the demuxer asks for them
+};
+
 class Demuxer {
  public:
   // Opens the container, reads stream info and picks the video stream (`stream_index`, or the
   // best one when -1). Other streams are set to be discarded by the demuxer.
-  static Result<std::unique_ptr<Demuxer>> Open(const Input& input, int stream_index);
+  static Result<std::unique_ptr<Demuxer>> Open(const Input& input, int stream_index,
+                                               const ContainerHints& hints = {});
   ~Demuxer();
 
   const Input& input() const { return input_; }
@@ -69,7 +78,7 @@ class Demuxer {
   VideoInfo Describe() const;
 
  private:
-  explicit Demuxer(const Input& input) : input_(input) {}
+  Demuxer(const Input& input, ContainerHints hints) : input_(input), hints_(std::move(hints)) {}
   // (Re)creates the format context (and the AVIOContext of a memory input) at the start.
   Status OpenFormat();
   // Rewinds by opening the input again; returns the packet it landed on, as Peek.
@@ -79,6 +88,7 @@ class Demuxer {
   Result<int64_t> Peek();
 
   Input input_;
+  ContainerHints hints_;
   // Declared before format_: the custom AVIOContext must outlive the format context.
   struct MemoryReader {
     const uint8_t* data = nullptr;
