@@ -7,6 +7,7 @@ extern "C" {
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,14 +86,17 @@ struct StreamKey {
   }
 };
 
-// The parts of the last single-threaded decoder this thread closed with
-// DecodeOptions::reuse_on_thread, for the next one it opens on equal stream parameters.
+// The parts of the last single-threaded decoders this thread closed with
+// DecodeOptions::reuse_on_thread, for the next ones it opens on equal stream parameters: a few,
+// for datasets whose clips come in a few sizes (short side 112 of 4:3 and 16:9 videos), oldest
+// first.
 struct SpareDecoder {
   StreamKey key;
   AVCodecContextPtr codec;
   internal::SwsConverter converter;
 };
-thread_local std::optional<SpareDecoder> t_spare_decoder;
+constexpr size_t kSpareDecoders = 4;
+thread_local std::vector<SpareDecoder> t_spare_decoders;
 
 class DecoderImpl : public VideoDecoder {
  public:
@@ -225,11 +229,14 @@ Status DecoderImpl::OpenCodec(const AVCodec* codec, const AVStream* st) {
   const int threads = small ? 1 : options_.threads;
   if (options_.reuse_on_thread && threads == 1) {
     key_ = StreamKey::Of(st);
-    if (t_spare_decoder && t_spare_decoder->key == key_) {
-      codec_ = std::move(t_spare_decoder->codec);
+    auto& spares = t_spare_decoders;
+    const auto spare = std::find_if(spares.rbegin(), spares.rend(),
+                                    [&](const SpareDecoder& d) { return d.key == key_; });
+    if (spare != spares.rend()) {
+      codec_ = std::move(spare->codec);
       codec_->has_b_frames = std::max(codec_->has_b_frames, st->codecpar->video_delay);
-      converter_ = std::move(t_spare_decoder->converter);
-      t_spare_decoder.reset();
+      converter_ = std::move(spare->converter);
+      spares.erase(std::next(spare).base());
       stats_.decoder_reused = true;
       return Status::Ok();
     }
@@ -253,7 +260,9 @@ void DecoderImpl::KeepForReuse() {
   if (!options_.reuse_on_thread || !codec_ || codec_->thread_count != 1) return;
   avcodec_flush_buffers(codec_.get());  // drops its frames and any end-of-stream state
   codec_->skip_frame = AVDISCARD_DEFAULT;
-  t_spare_decoder = SpareDecoder{std::move(key_), std::move(codec_), std::move(converter_)};
+  auto& spares = t_spare_decoders;
+  if (spares.size() == kSpareDecoders) spares.erase(spares.begin());
+  spares.push_back(SpareDecoder{std::move(key_), std::move(codec_), std::move(converter_)});
 }
 
 std::string DecoderImpl::FrameName(int64_t index) const {

@@ -113,8 +113,9 @@ struct DecodeOptions {
   // next decoder the same thread opens on a stream of equal parameters and extradata (the
   // loader's workers open thousands of small clips alike): opening an H.264 decoder allocates
   // and clears its context, and swscale plans its filters, a fifth of such a clip's time once
-  // the options above are set. Single-threaded decoders only; one is kept per
-  // thread, until the thread ends. A flushed context decodes as a fresh one (a seek flushes).
+  // the options above are set. Single-threaded decoders only; a thread keeps its latest 4 (for
+  // clips of a few sizes) until it ends. A flushed context decodes as a fresh one (a seek
+  // flushes).
   bool reuse_on_thread = false;
 };
 

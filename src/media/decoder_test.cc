@@ -270,6 +270,7 @@ TEST(DecoderTest, ADecoderReusedOnItsThreadDecodesAsAFreshOne) {
   DecodeOptions reuse;
   reuse.reuse_on_thread = true;
   std::vector<std::vector<Frame>> want;
+  want.reserve(clips.size());
   for (const auto& clip : clips) want.push_back(DecodeAllOf(clip, fresh));
 
   bool reused = true;
@@ -293,7 +294,13 @@ TEST(DecoderTest, ADecoderReusedOnItsThreadDecodesAsAFreshOne) {
   picked.reset();
 
   EXPECT_EQ(DecodeAllOf(other_size, reuse, &reused).size(), 8u);
-  EXPECT_FALSE(reused);  // another size: a new context, which is the one kept now
+  EXPECT_FALSE(reused);  // another size: a context of its own, kept beside the first
+  EXPECT_EQ(DecodeAllOf(clips[0], reuse, &reused).size(), 8u);
+  EXPECT_TRUE(reused);
+  for (int width : {32, 48, 80, 96}) {  // four more sizes push the 112x112 one out
+    EXPECT_EQ(DecodeAllOf(GradientClip(width, 48, 1), reuse, &reused).size(), 8u);
+    EXPECT_FALSE(reused) << width;
+  }
   EXPECT_EQ(DecodeAllOf(clips[0], reuse, &reused).size(), 8u);
   EXPECT_FALSE(reused);
   std::thread([&] {
