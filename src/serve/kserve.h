@@ -106,6 +106,9 @@ struct Body {
 struct ParseLimits {
   int64_t max_elements = int64_t{1} << 31;  // per tensor
   size_t max_tensors = 64;
+  // "data" arrays of numbers at least this long are cut out of the text simdjson indexes and
+  // read by the number scanner alone (the same values and the same refusals; 0: never).
+  size_t cut_data_bytes = 64 * 1024;
 };
 
 // `json_length`: Inference-Header-Content-Length, absent when the whole body is JSON.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -76,6 +77,25 @@ int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nest
                                int64_t capacity);
 int64_t ScanNumberArraySplitAt(std::string_view text, size_t split, int max_nesting, uint8_t* out,
                                int64_t capacity);
+
+// The four bytes JSON counts as whitespace.
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A request with its large "data" arrays cut out (CutDataArrays): `compact` is the request with
+// each such array replaced by "[]" (with simdjson's padding past its end), and `arrays` holds,
+// for each, where its "[]" starts in `compact` and the array's text in the original.
+struct CutRequest {
+  std::string compact;
+  std::vector<std::pair<size_t, std::string_view>> arrays;
+
+  // The original text of the array whose "[]" is `text` (a view into `compact`); else `text`.
+  std::string_view Original(std::string_view text) const;
+};
+// Cuts every array of at least `min_bytes` that is the value of a "data" key (outside strings)
+// and holds no string, so that simdjson indexes the rest only; the number scanner, which reads
+// and checks a data array's every byte anyway, reads the original text. False, with nothing
+// cut, when there is no such array. Malformed JSON is left for simdjson to find.
+bool CutDataArrays(std::string_view json, size_t min_bytes, CutRequest* out);
 
 // Whether a tensor's data has no JSON form (FP16, BF16, BYTES that are not UTF-8).
 bool NeedsBinary(const Tensor& t);

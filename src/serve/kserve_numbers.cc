@@ -47,10 +47,8 @@ constexpr uint64_t kPowersOfTen[] = {1,
                                      1'000'000'000'000'000};
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 const char* SkipSpace(const char* p, const char* end) {
-  while (p < end && IsSpace(*p)) ++p;
+  while (p < end && IsJsonSpace(*p)) ++p;
   return p;
 }
 

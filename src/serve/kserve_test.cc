@@ -379,6 +379,93 @@ TEST(KServeCodec, DataOfEveryShapeAndKeyOrderReadsTheSame) {
   EXPECT_EQ(parsed.inputs[3].data, std::string("\x01\x02", 2));
 }
 
+// CutDataArrays on small texts (a low threshold): only the value of a "data" key outside any
+// string, holding no string, closed, and long enough, is cut, and each maps back to its text.
+TEST(KServeCut, CutsOnlyDataArraysOutsideStrings) {
+  struct Case {
+    std::string json;
+    std::vector<std::string> cut;  // the arrays' original texts
+    std::string compact;           // when anything is cut
+  };
+  const std::vector<Case> cases = {
+      {R"({"inputs":[{"name":"a","data" : [1,2,[3,4],5,6]}]})",
+       {"[1,2,[3,4],5,6]"},
+       R"({"inputs":[{"name":"a","data" : []}]})"},
+      {R"({"id":"\"data\": [1,2,3,4,5,6,7]","inputs":[]})", {}, ""},
+      {R"({"id":"x\\","data":[1,2,3,4,5,6,7,8]})",
+       {"[1,2,3,4,5,6,7,8]"},
+       R"({"id":"x\\","data":[]})"},
+      {R"({"id":"x\"","data":[1,2,3,4,5,6,7,8]})",
+       {"[1,2,3,4,5,6,7,8]"},
+       R"({"id":"x\"","data":[]})"},
+      {R"({"data":["a]","bbbbbbbb"]})", {}, ""},
+      {R"({"metadata":[1,2,3,4,5,6,7,8]})", {}, ""},
+      {R"(["data",[1,2,3,4,5,6,7,8]])", {}, ""},
+      {R"({"data":[1,2,3,4,5,6,7,8)", {}, ""},
+      {R"({"data":[1,2]})", {}, ""},  // shorter than the threshold
+      {R"({"inputs":[{"data":[1.5,2.5,3.5]},{"data":[[7,8],[9,10]]}],"data":[1]})",
+       {"[1.5,2.5,3.5]", "[[7,8],[9,10]]"},
+       R"({"inputs":[{"data":[]},{"data":[]}],"data":[1]})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    internal::CutRequest cut;
+    const bool any = internal::CutDataArrays(c.json, 8, &cut);
+    EXPECT_EQ(any, !c.cut.empty());
+    if (!any) continue;
+    EXPECT_EQ(cut.compact, c.compact);
+    ASSERT_EQ(cut.arrays.size(), c.cut.size());
+    for (size_t i = 0; i < c.cut.size(); ++i) {
+      const std::string_view placeholder(cut.compact.data() + cut.arrays[i].first, 2);
+      EXPECT_EQ(placeholder, "[]");
+      EXPECT_EQ(cut.Original(placeholder), c.cut[i]);
+    }
+    const std::string_view elsewhere(cut.compact.data(), 2);
+    EXPECT_EQ(cut.Original(elsewhere).data(), elsewhere.data());  // not a placeholder: itself
+  }
+}
+
+// A request of large tensors (flat, nested, FP32 and UINT8) beside ClipRequest's small ones
+// (BYTES among them), as JSON: the parse with its data arrays cut out is the parse without.
+InferRequest LargeRequest() {
+  InferRequest request = ClipRequest();
+  std::vector<float> clip(3 * 8 * 40 * 40);
+  for (size_t i = 0; i < clip.size(); ++i) clip[i] = static_cast<float>(i % 997) / 64.f - 7.f;
+  request.inputs.push_back(MakeTensor("big", DataType::kFp32, {1, 3, 8, 40, 40}, clip));
+  std::vector<uint8_t> bytes(40'000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  request.inputs.push_back(MakeTensor("pixels", DataType::kUint8, {40'000}, bytes));
+  return request;
+}
+
+TEST(KServeCodec, LargeDataArraysAreCutOutAndReadTheSame) {
+  const InferRequest request = LargeRequest();
+  const Body body = EncodeInferRequest(request, false);
+  internal::CutRequest cut;
+  ASSERT_TRUE(internal::CutDataArrays(body.bytes, 64 * 1024, &cut));
+  EXPECT_EQ(cut.arrays.size(), 2u);
+  EXPECT_LT(cut.compact.size(), 1000u);
+  ParseLimits whole;
+  whole.cut_data_bytes = 0;
+  ASSERT_OK_AND_ASSIGN(InferRequest with_cut, ParseInferRequest(body.bytes, std::nullopt));
+  ASSERT_OK_AND_ASSIGN(InferRequest without, ParseInferRequest(body.bytes, std::nullopt, whole));
+  ExpectSameRequest(with_cut, request);
+  ExpectSameRequest(without, request);
+  // The same tensor nested as its shape, and after its shape and datatype.
+  std::string nested = R"({"inputs":[{"data":[)";
+  for (int row = 0; row < 300; ++row) {
+    nested += row == 0 ? "[" : ",[";
+    for (int x = 0; x < 100; ++x) nested += (x == 0 ? "" : ",") + std::to_string(row * 100 + x);
+    nested += "]";
+  }
+  nested += R"(],"name":"n","shape":[300,100],"datatype":"FP32"}]})";
+  ASSERT_OK_AND_ASSIGN(InferRequest a, ParseInferRequest(nested, std::nullopt));
+  ASSERT_OK_AND_ASSIGN(InferRequest b, ParseInferRequest(nested, std::nullopt, whole));
+  ExpectSameRequest(a, b);
+  ASSERT_EQ(a.inputs.size(), 1u);
+  EXPECT_EQ(FloatsOf(a.inputs[0])[12'345], 12'345.f);
+}
+
 TEST(KServeParserPool, LendsEachParserOnceAndReusesReturnedOnes) {
   internal::ParserPool pool;
   const simdjson::ondemand::parser* first = nullptr;
@@ -595,6 +682,32 @@ TEST(KServeCodecFuzz, MutatedRequestsNeverCrash) {
     if (::testing::Test::HasFailure()) break;
   }
   // Some mutations (inside a number, the id) leave a valid request: both paths were exercised.
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, kCases);
+}
+
+// Mutations of a large JSON request, most of them inside its data arrays: read with the arrays
+// cut out and without, each is accepted alike or refused by both.
+TEST(KServeCodecFuzz, MutatedLargeRequestsParseAlikeCutOrNot) {
+  const std::string seed = EncodeInferRequest(LargeRequest(), false).bytes;
+  Rng rng = Rng::Stream(20261207, 15);
+  ParseLimits whole;
+  whole.cut_data_bytes = 0;
+  int accepted = 0;
+  constexpr int kCases = 600;
+  for (int i = 0; i < kCases; ++i) {
+    const std::string body = Mutate(seed, &rng);
+    const auto cut = ParseInferRequest(body, std::nullopt);
+    const auto plain = ParseInferRequest(body, std::nullopt, whole);
+    ASSERT_EQ(cut.ok(), plain.ok()) << (cut.ok() ? plain : cut).status().message();
+    if (cut.ok()) {
+      ++accepted;
+      ExpectSameRequest(*cut, *plain);
+    } else {
+      EXPECT_EQ(cut.status().code(), StatusCode::kInvalidArgument) << cut.status().message();
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
   EXPECT_GT(accepted, 0);
   EXPECT_LT(accepted, kCases);
 }
