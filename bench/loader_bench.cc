@@ -72,11 +72,7 @@ double DecodeLimit(reel::storage::ObjectStore& store, int threads, int passes) {
         if (record->payload_ext == "frames.zst") {
           (void)reel::dataset::DecodeFrames(record->payload);
         } else {
-          reel::media::DecodeOptions o;  // as the loader opens a shard's clips
-          o.container = "mp4";
-          o.analyze_streams = false;
-          o.parse_packets = false;
-          o.reuse_on_thread = true;
+          const reel::media::DecodeOptions o = reel::media::OwnClipOptions();  // as the loader
           auto decoder = reel::media::VideoDecoder::Open(
               reel::media::Input::View(record->payload, record->key), o);
           if (decoder.ok())

@@ -55,13 +55,8 @@ Result<FrameStack> Frames(const dataset::Record& record) {
   }
   media::DecodeOptions options;
   options.format = media::PixelFormat::kRgb24;
-  options.threads = 1;                // the loader parallelises over samples
-  if (record.payload_ext == "mp4") {  // a clip ingest wrote: no probe, no stream analysis
-    options.container = "mp4";
-    options.analyze_streams = false;
-    options.parse_packets = false;
-    options.reuse_on_thread = true;
-  }
+  options.threads = 1;  // the loader parallelises over samples
+  if (record.payload_ext == "mp4") options = media::OwnClipOptions();  // a clip ingest wrote
   REEL_ASSIGN_OR_RETURN(auto decoder, media::VideoDecoder::Open(
                                           media::Input::View(record.payload, record.key), options));
   stack.w = decoder->output_width();

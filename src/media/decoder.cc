@@ -531,6 +531,17 @@ Status DecoderImpl::ForEachFrame(const std::function<Status(Frame&&)>& on_frame,
 
 }  // namespace
 
+DecodeOptions OwnClipOptions() {
+  DecodeOptions options;
+  options.format = PixelFormat::kRgb24;
+  options.threads = 1;
+  options.container = "mp4";
+  options.analyze_streams = false;
+  options.parse_packets = false;
+  options.reuse_on_thread = true;
+  return options;
+}
+
 Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const Input& input,
                                                          const DecodeOptions& options) {
   REEL_RETURN_IF_ERROR(CheckOptions(options));

@@ -119,6 +119,11 @@ struct DecodeOptions {
   bool reuse_on_thread = false;
 };
 
+// How to open an MP4 clip Reel's ingest wrote (a shard's video record): RGB24, one decoder
+// thread, the container named, no stream analysis or packet parsing, the decoder kept on the
+// thread. The loader and the loader bench's decode limit open records this way.
+DecodeOptions OwnClipOptions();
+
 // What a decoder has done since Open (or ResetStats).
 struct DecodeStats {
   int64_t packets_read = 0;     // video packets given to the decoder

@@ -416,12 +416,12 @@ TEST(KServeCut, CutsOnlyDataArraysOutsideStrings) {
     EXPECT_EQ(cut.compact, c.compact);
     ASSERT_EQ(cut.arrays.size(), c.cut.size());
     for (size_t i = 0; i < c.cut.size(); ++i) {
-      const std::string_view placeholder(cut.compact.data() + cut.arrays[i].first, 2);
-      EXPECT_EQ(placeholder, "[]");
-      EXPECT_EQ(cut.Original(placeholder), c.cut[i]);
+      const std::string_view stand_in(cut.compact.data() + cut.arrays[i].first, 2);
+      EXPECT_EQ(stand_in, "[]");
+      EXPECT_EQ(cut.Original(stand_in), c.cut[i]);
     }
     const std::string_view elsewhere(cut.compact.data(), 2);
-    EXPECT_EQ(cut.Original(elsewhere).data(), elsewhere.data());  // not a placeholder: itself
+    EXPECT_EQ(cut.Original(elsewhere).data(), elsewhere.data());  // stands for no array: itself
   }
 }
 
