@@ -138,14 +138,74 @@ uint64_t LastDigits(const char* end, int n) {
   return EightDigits(far) * 100'000'000 + EightDigits(near);
 }
 
+// 10^-k rounded to double. For m < 2^24 and k <= 7, m / 10^k is never within 2^-49 (relative)
+// of a point halfway between two floats, and m times one of these is within 2^-52 of it, so the
+// product rounded to float is the correctly rounded float: what a correctly rounded double
+// (simdjson's) then rounded to float gives. A multiplication instead of a division: the division's
+// latency held up every number behind it.
+constexpr double kTenToMinus[] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7};
+constexpr int kMultipliedDigits = 7;
+
+// Bit i set where byte i of `word` is not a digit (eight bytes at once: no byte's sum carries
+// into the next).
+uint32_t NonDigitBytes(uint64_t word) {
+  constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7F, kHigh = 0x8080808080808080;
+  const uint64_t value = word ^ kZeros;                                        // digits 0-9
+  const uint64_t above_nine = ((value & kLow7) + 0x7676767676767676) | value;  // high bit: > 9
+  return static_cast<uint32_t>((((above_nine & kHigh) >> 7) * 0x0102040810204080) >> 56);
+}
+
+// ReadShortNumber's number when it is at most 8 bytes long (as most of a tensor's are): read from
+// the one word that ends where it does, the dot taken out of the word, so that a single
+// EightDigits gives the digits' number.
+bool ReadWordNumber(const char* begin, const char* end, float* value) {
+  // Masks keeping the bytes above byte i (none above 6: a dot there has no fraction after it).
+  static constexpr auto kAbove = [] {
+    struct Masks {
+      uint64_t at[9] = {};
+    } m;
+    for (int i = 0; i < 7; ++i) m.at[i] = ~uint64_t{0} << (8 * (i + 1));
+    return m;
+  }();
+  const auto length = static_cast<int>(end - begin);
+  const uint64_t word = Load8(end - 8);  // the number in its top `length` bytes
+  const int negative = begin[0] == '-' ? 1 : 0;
+  const int first = 8 - length + negative;                        // the first digit's byte
+  const uint32_t other = NonDigitBytes(word) & (0xFFU << first);  // the dot alone, or nothing
+  const int has_dot = other != 0 ? 1 : 0;
+  const int dot = has_dot != 0 ? __builtin_ctz(other) : 8;
+  const int whole = dot - first;
+  const int fraction = has_dot != 0 ? 7 - dot : 0;
+  const bool extra_dots = (other & (other - 1)) != 0;
+  const bool not_a_dot = (has_dot != 0) & (end[dot - 8] != '.');
+  const bool no_fraction = (has_dot != 0) & (fraction < 1);
+  const bool leading_zero = (begin[negative] == '0') & (whole > 1);
+  if (extra_dots | not_a_dot | no_fraction | leading_zero | (whole < 1)) return false;
+  // The whole digits move up a byte over the dot; then what came before the number is cleared.
+  const uint64_t digits = word ^ kZeros;
+  const uint64_t above = kAbove.at[dot];
+  const uint64_t joined = has_dot != 0 ? (digits & above) | ((digits << 8) & ~above) : digits;
+  const uint64_t number = joined & (~uint64_t{0} << (8 * (first + has_dot)));
+  // At most 7 digits with a fraction, so the product rounds as the exact quotient does.
+  const auto magnitude =
+      static_cast<float>(static_cast<double>(EightDigits(number)) * kTenToMinus[fraction]);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &magnitude, sizeof(bits));
+  bits |= static_cast<uint32_t>(negative) << 31;
+  std::memcpy(value, &bits, sizeof(bits));
+  return true;
+}
+
 // The common number, [begin, end) with nothing around it: a '-' or not, whole digits within the
 // first 8 bytes, a fraction or not, at most 15 digits in all, no exponent. The caller makes sure
-// that 16 bytes can be read from begin and the 16 before end. Sets *value (exact: Clinger's case)
-// and returns true; false for anything else (ReadNumber then reads it). No branch depends on the
-// digits or the sign: signs in a tensor are random, and a branch on them mispredicts half the time.
-bool ReadShortNumber(const char* begin, const char* end, double* value) {
+// that 16 bytes can be read from begin and the 16 before end. Sets *value (the correctly rounded
+// double, as exact Clinger's case gives it, then rounded to float) and returns true; false for
+// anything else (ReadNumber then reads it). No branch depends on the digits or the sign: signs in
+// a tensor are random, and a branch on them mispredicts half the time.
+bool ReadShortNumber(const char* begin, const char* end, float* value) {
   const int length = static_cast<int>(end - begin);
   if (length < 1 || length > 16) return false;
+  if (length <= 8) return ReadWordNumber(begin, end, value);
   const int negative = begin[0] == '-' ? 1 : 0;
   const uint32_t body = ((uint32_t{1} << length) - 1) & ~static_cast<uint32_t>(negative);
   const uint32_t other = body & ~DigitBits(begin);  // no digit: the dot alone, or nothing
@@ -164,12 +224,15 @@ bool ReadShortNumber(const char* begin, const char* end, double* value) {
   }
   // The whole digits right-aligned in a word (the sign's byte shifted out first).
   const uint64_t whole_digits = ((Load8(begin) ^ kZeros) >> (8 * negative)) << (8 * (8 - whole));
-  const uint64_t mantissa =
-      EightDigits(whole_digits) * kPowersOfTen[fraction] + LastDigits(end, fraction);
-  const double magnitude = static_cast<double>(mantissa) / kExactPowersOfTen[fraction];
-  uint64_t bits = 0;
+  const auto mantissa = static_cast<double>(EightDigits(whole_digits) * kPowersOfTen[fraction] +
+                                            LastDigits(end, fraction));
+  // A request's numbers are mostly all short or all long: this branch predicts well.
+  const float magnitude = whole + fraction <= kMultipliedDigits
+                              ? static_cast<float>(mantissa * kTenToMinus[fraction])
+                              : static_cast<float>(mantissa / kExactPowersOfTen[fraction]);
+  uint32_t bits = 0;
   std::memcpy(&bits, &magnitude, sizeof(bits));
-  bits |= static_cast<uint64_t>(negative) << 63;
+  bits |= static_cast<uint32_t>(negative) << 31;
   std::memcpy(value, &bits, sizeof(bits));
   return true;
 }
@@ -230,12 +293,11 @@ bool OnlySpace(const char* p, const char* end) { return SkipSpace(p, end) == end
 // A number where a value must be, between two separators: the short reader where it can, else
 // the full one, with any space around it.
 bool ReadElement(const char* gap, const char* gap_end, bool room, float* out) {
-  double value = 0;
   const char* first = gap + (*gap == ' ' ? 1 : 0);  // ", " as Python's json writes it
-  if (!kLittleEndian || !room || !ReadShortNumber(first, gap_end, &value)) {
-    const char* stop = ReadNumber(SkipSpace(gap, gap_end), gap_end, &value);
-    if (stop == nullptr || !OnlySpace(stop, gap_end)) return false;
-  }
+  if (kLittleEndian && room && ReadShortNumber(first, gap_end, out)) return true;
+  double value = 0;
+  const char* stop = ReadNumber(SkipSpace(gap, gap_end), gap_end, &value);
+  if (stop == nullptr || !OnlySpace(stop, gap_end)) return false;
   *out = static_cast<float>(value);
   return true;
 }

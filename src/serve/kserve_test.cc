@@ -218,6 +218,56 @@ TEST(KServeNumberScanner, ReadsEveryNumberAsTheGeneralPathDoes) {
   }
 }
 
+// Numbers of at most 8 bytes (the scanner reads them from one word): every length, sign, place of
+// the dot and count of fraction digits, with random digits, among longer neighbours whose bytes
+// share the word.
+TEST(KServeNumberScanner, ShortNumbersOfEveryShapeReadAsTheGeneralPathDoes) {
+  Rng rng = Rng::Stream(20261207, 21);
+  std::vector<std::string> texts;
+  for (int round = 0; round < 40; ++round) {
+    for (int negative = 0; negative < 2; ++negative) {
+      for (int length = 1 + negative; length <= 8; ++length) {
+        const int digits_room = length - negative;
+        for (int fraction = 0; fraction <= digits_room - 2; ++fraction) {
+          const int whole = fraction == 0 ? digits_room : digits_room - fraction - 1;
+          std::string text = negative ? "-" : "";
+          for (int i = 0; i < whole; ++i) {
+            const auto digit = static_cast<char>('0' + rng.Below(10));
+            text += (i == 0 && whole > 1 && digit == '0') ? '7' : digit;  // no leading zero
+          }
+          if (fraction > 0) text += '.';
+          for (int i = 0; i < fraction; ++i) text += static_cast<char>('0' + rng.Below(10));
+          texts.push_back(text);
+          texts.push_back("-0.000" + std::to_string(rng.Below(1000)));  // a longer neighbour
+        }
+      }
+    }
+  }
+  std::string array = "[";
+  for (size_t i = 0; i < texts.size(); ++i)
+    array += (i > 0 ? (i % 3 == 0 ? ", " : ",") : "") + texts[i];
+  array += "]";
+  std::vector<float> out(texts.size());
+  ASSERT_EQ(internal::ScanNumberArray(array, 8, out.data(), static_cast<int64_t>(out.size())),
+            static_cast<int64_t>(texts.size()));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const float want = Reference(texts[i]);
+    uint32_t got_bits = 0, want_bits = 0;
+    std::memcpy(&got_bits, &out[i], 4);
+    std::memcpy(&want_bits, &want, 4);
+    ASSERT_EQ(got_bits, want_bits) << texts[i];
+  }
+  // Short forms that are not JSON numbers, between long numbers (the scanner's short path wants
+  // 16 bytes on either side).
+  for (const char* bad :
+       {"01", "-01", "00.5", "1.", "-1.", ".5", "-.5", "1..2",   "1.2.3",   "--1",
+        "-",  "1-",  "1.-2", "+1", "0x1", "1a", "1 2", "12345.", "-0.12.4", "9-9"}) {
+    const std::string text =
+        std::string("[-1234567.25,-1234567.25,") + bad + ",-1234567.25,-1234567.25]";
+    EXPECT_EQ(internal::ScanNumberArray(text, 8, out.data(), 8), -1) << bad;
+  }
+}
+
 TEST(KServeNumberScanner, LeavesAnythingButWholeArraysOfNumbersToTheGeneralPath) {
   float out[4];
   for (const char* text :
