@@ -194,6 +194,21 @@ std::vector<std::string> NumberTexts() {
   return texts;
 }
 
+// Scans `array` (which holds `texts` in order) and expects each number's bit pattern (so that -0
+// and 0 differ) to be the reference's.
+void ExpectScannedAsReference(const std::string& array, const std::vector<std::string>& texts) {
+  std::vector<float> out(texts.size());
+  ASSERT_EQ(internal::ScanNumberArray(array, 8, out.data(), static_cast<int64_t>(out.size())),
+            static_cast<int64_t>(texts.size()));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const float want = Reference(texts[i]);
+    uint32_t got_bits = 0, want_bits = 0;
+    std::memcpy(&got_bits, &out[i], 4);
+    std::memcpy(&want_bits, &want, 4);
+    EXPECT_EQ(got_bits, want_bits) << texts[i];
+  }
+}
+
 TEST(KServeNumberScanner, ReadsEveryNumberAsTheGeneralPathDoes) {
   const std::vector<std::string> texts = NumberTexts();
   // Nested two deep, with the whitespace JSON allows around every token.
@@ -205,17 +220,7 @@ TEST(KServeNumberScanner, ReadsEveryNumberAsTheGeneralPathDoes) {
     array += texts[i];
   }
   array += "] ]  ";
-  std::vector<float> out(texts.size());
-  ASSERT_EQ(internal::ScanNumberArray(array, 8, out.data(), static_cast<int64_t>(out.size())),
-            static_cast<int64_t>(texts.size()));
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const float want = Reference(texts[i]);
-    // Bit patterns, so that -0 and 0 differ.
-    uint32_t got_bits = 0, want_bits = 0;
-    std::memcpy(&got_bits, &out[i], 4);
-    std::memcpy(&want_bits, &want, 4);
-    EXPECT_EQ(got_bits, want_bits) << texts[i];
-  }
+  ExpectScannedAsReference(array, texts);
 }
 
 // Numbers of at most 8 bytes (the scanner reads them from one word): every length, sign, place of
@@ -247,16 +252,8 @@ TEST(KServeNumberScanner, ShortNumbersOfEveryShapeReadAsTheGeneralPathDoes) {
   for (size_t i = 0; i < texts.size(); ++i)
     array += (i > 0 ? (i % 3 == 0 ? ", " : ",") : "") + texts[i];
   array += "]";
-  std::vector<float> out(texts.size());
-  ASSERT_EQ(internal::ScanNumberArray(array, 8, out.data(), static_cast<int64_t>(out.size())),
-            static_cast<int64_t>(texts.size()));
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const float want = Reference(texts[i]);
-    uint32_t got_bits = 0, want_bits = 0;
-    std::memcpy(&got_bits, &out[i], 4);
-    std::memcpy(&want_bits, &want, 4);
-    ASSERT_EQ(got_bits, want_bits) << texts[i];
-  }
+  ExpectScannedAsReference(array, texts);
+  float out[8];
   // Short forms that are not JSON numbers, between long numbers (the scanner's short path wants
   // 16 bytes on either side).
   for (const char* bad :
@@ -264,7 +261,7 @@ TEST(KServeNumberScanner, ShortNumbersOfEveryShapeReadAsTheGeneralPathDoes) {
         "-",  "1-",  "1.-2", "+1", "0x1", "1a", "1 2", "12345.", "-0.12.4", "9-9"}) {
     const std::string text =
         std::string("[-1234567.25,-1234567.25,") + bad + ",-1234567.25,-1234567.25]";
-    EXPECT_EQ(internal::ScanNumberArray(text, 8, out.data(), 8), -1) << bad;
+    EXPECT_EQ(internal::ScanNumberArray(text, 8, out, 8), -1) << bad;
   }
 }
 
