@@ -419,6 +419,11 @@ ServerMetrics Scrape(const std::string& url) {
 
 // The server's own time a request between two scrapes, in ms: from the handler's start (the
 // body already read) to its answer encoded, less the forward pass; and the queue's share of it.
+// The mean compute duration a request between two scrapes.
+double ComputeMs(const ServerMetrics& a, const ServerMetrics& b) {
+  return (b.compute_us - a.compute_us) / std::max(1.0, b.success - a.success) / 1e3;
+}
+
 std::pair<double, double> HandlingMs(const ServerMetrics& a, const ServerMetrics& b) {
   const double n = std::max(1.0, b.success - a.success);
   return {((b.request_us - a.request_us) - (b.compute_us - a.compute_us)) / n / 1e3,
@@ -461,6 +466,9 @@ void BatchOneRows(const std::shared_ptr<serve::Model>& model, const serve::Body&
           "  of it the handler's, from /metrics (request - compute duration; body already read): "
           "JSON %.2f ms (queue %.2f), binary %.2f ms (queue %.2f)\n",
           json_ms, json_queue, binary_ms, binary_queue);
+      std::printf(
+          "  the forward itself, mean: in the server JSON %.2f ms, binary %.2f ms; raw %.2f ms\n",
+          ComputeMs(m0, m1), ComputeMs(m1, m2), 1e3 / limit.per_second);
     }
     PrintCpu(json_cpu, binary_cpu, raw_cpu);
   }
