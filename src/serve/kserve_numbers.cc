@@ -141,8 +141,7 @@ uint64_t LastDigits(const char* end, int n) {
 // 10^-k rounded to double. For m < 2^24 and k <= 7, m / 10^k is never within 2^-49 (relative)
 // of a point halfway between two floats, and m times one of these is within 2^-52 of it, so the
 // product rounded to float is the correctly rounded float: what a correctly rounded double
-// (simdjson's) then rounded to float gives. A multiplication instead of a division: the division's
-// latency held up every number behind it.
+// (simdjson's) then rounded to float gives, for a multiplication's cost instead of a division's.
 constexpr double kTenToMinus[] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7};
 constexpr int kMultipliedDigits = 7;
 
