@@ -417,13 +417,13 @@ ServerMetrics Scrape(const std::string& url) {
   return m;
 }
 
-// The server's own time a request between two scrapes, in ms: from the handler's start (the
-// body already read) to its answer encoded, less the forward pass; and the queue's share of it.
-// The mean compute duration a request between two scrapes.
+// The mean forward pass a request between two scrapes, in ms.
 double ComputeMs(const ServerMetrics& a, const ServerMetrics& b) {
   return (b.compute_us - a.compute_us) / std::max(1.0, b.success - a.success) / 1e3;
 }
 
+// The server's own time a request between two scrapes, in ms: from the handler's start (the
+// body already read) to its answer encoded, less the forward pass; and the queue's share of it.
 std::pair<double, double> HandlingMs(const ServerMetrics& a, const ServerMetrics& b) {
   const double n = std::max(1.0, b.success - a.success);
   return {((b.request_us - a.request_us) - (b.compute_us - a.compute_us)) / n / 1e3,
