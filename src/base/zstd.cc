@@ -1,5 +1,7 @@
 #include "base/zstd.h"
 
+// For ZSTD_d_forceIgnoreChecksum (zstd 1.4.7 and later; Debian 12 ships 1.5.4).
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include <memory>
@@ -21,9 +23,15 @@ ZSTD_CCtx* ThreadCCtx() {
   if (cctx != nullptr) ZSTD_CCtx_reset(cctx.get(), ZSTD_reset_session_and_parameters);
   return cctx.get();
 }
-ZSTD_DCtx* ThreadDCtx() {
+ZSTD_DCtx* ThreadDCtx(ZstdChecksum checksum) {
   thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
-  if (dctx != nullptr) ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_and_parameters);
+  if (dctx == nullptr) return nullptr;
+  ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_and_parameters);
+  if (checksum == ZstdChecksum::kSkip &&
+      ZSTD_isError(
+          ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum))) {
+    return nullptr;
+  }
   return dctx.get();
 }
 
@@ -99,13 +107,14 @@ Result<std::string> ZstdDecompress(std::string_view frame, uint64_t max_size,
   return out;
 }
 
-Status ZstdDecompressInto(std::string_view frame, char* out, size_t size, std::string_view what) {
+Status ZstdDecompressInto(std::string_view frame, char* out, size_t size, std::string_view what,
+                          ZstdChecksum checksum) {
   REEL_ASSIGN_OR_RETURN(uint64_t content, ZstdContentSize(frame, what));
   if (content != size) {
     return DataLossError(Prefix(what) + "zstd frame holds " + std::to_string(content) + " bytes, " +
                          std::to_string(size) + " expected");
   }
-  ZSTD_DCtx* dctx = ThreadDCtx();
+  ZSTD_DCtx* dctx = ThreadDCtx(checksum);
   if (dctx == nullptr) return InternalError("zstd: cannot create a decompression context");
   const size_t rc = ZSTD_decompressDCtx(dctx, out, size, frame.data(), frame.size());
   if (ZSTD_isError(rc)) {

@@ -103,5 +103,17 @@ TEST(ZstdTest, DecodesIntoABufferOfExactlyTheFramesSize) {
   EXPECT_NE(wrong.message().find("chunk 3"), std::string::npos) << wrong.ToString();
 }
 
+TEST(ZstdTest, OnlyACallerThatChecksTheBytesItselfSkipsTheChecksum) {
+  const std::string data = Noisy(5000);
+  std::string frame = Compress(data, 1);
+  frame.back() = static_cast<char>(frame.back() ^ 1);  // the checksum is the frame's last 4 bytes
+  std::string out(data.size(), '\0');
+  EXPECT_STATUS(ZstdDecompressInto(frame, out.data(), out.size(), "t"), StatusCode::kDataLoss);
+  ASSERT_OK(ZstdDecompressInto(frame, out.data(), out.size(), "t", ZstdChecksum::kSkip));
+  EXPECT_EQ(out, data);
+  // The thread's context is reused: the next call checks again.
+  EXPECT_STATUS(ZstdDecompressInto(frame, out.data(), out.size(), "t"), StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace reel

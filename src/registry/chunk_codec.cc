@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -336,18 +337,34 @@ std::array<uint32_t, kGroupClasses> GroupStarts(const uint8_t* classes, size_t n
   return count;
 }
 
-// Scratch reused by each thread: a fresh buffer per 4 MiB chunk costs more in page faults than the
-// work it holds.
-struct GroupScratch {
-  std::vector<uint8_t> classes;
-  std::vector<uint32_t> grouped, residuals;
+// A thread's scratch, kept from chunk to chunk (a fresh buffer per 4 MiB chunk costs more in page
+// faults than the work it holds), grown when a chunk needs more and never zeroed: resizing a
+// string or a vector zero-fills what it grows by, and a pull's chunks alternate between sizes (a
+// tensor's last chunk is shorter), which cost a memset of up to 4 MiB a buffer a link.
+template <typename T>
+class GrowOnly {
+ public:
+  T* Get(size_t n) {
+    if (n > capacity_) {
+      data_.reset(new T[n]);
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  size_t capacity_ = 0;
 };
-GroupScratch& Scratch(size_t n) {
-  thread_local GroupScratch s;
-  s.classes.resize(n);
-  s.grouped.resize(n);
-  s.residuals.resize(n);
-  return s;
+
+struct GroupScratch {
+  uint8_t* classes;
+  uint32_t *grouped, *residuals;
+};
+GroupScratch Scratch(size_t n) {
+  thread_local GrowOnly<uint8_t> classes;
+  thread_local GrowOnly<uint32_t> grouped, residuals;
+  return {classes.Get(n), grouped.Get(n), residuals.Get(n)};
 }
 
 // Each element's residual against its prediction, or back: one kernel both ways, as the planes'
@@ -379,11 +396,11 @@ void ResidualWords(const uint8_t* in, const uint8_t* base, const uint8_t* before
 template <bool kToPlanes, Op kOp, ChunkGrouping kGrouping>
 void GroupedPlanes(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
                    uint8_t* out) {
-  GroupScratch& s = Scratch(n);
-  GroupClasses(base, kGrouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes.data());
-  const uint8_t* __restrict classes = s.classes.data();
-  uint32_t* __restrict words = s.residuals.data();
-  uint32_t* __restrict grouped = s.grouped.data();
+  const GroupScratch s = Scratch(n);
+  GroupClasses(base, kGrouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes);
+  const uint8_t* __restrict classes = s.classes;
+  uint32_t* __restrict words = s.residuals;
+  uint32_t* __restrict grouped = s.grouped;
   std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
   if constexpr (kToPlanes) {
     ResidualWords<true, kOp>(in, base, before, n, reinterpret_cast<uint8_t*>(words));
@@ -451,10 +468,7 @@ std::string Prefix(std::string_view what) { return std::string(what) + ": "; }
 
 // acc ^= link: sixteen bytes at a time where SSE2 is, else eight (memcpy keeps it free of
 // aliasing and alignment rules).
-void XorInto(std::string* acc, const std::string& link) {
-  char* a = acc->data();
-  const char* b = link.data();
-  const size_t n = acc->size();
+void XorInto(char* a, const char* b, size_t n) {
   size_t i = 0;
 #if defined(__SSE2__)
   for (; i + 16 <= n; i += 16) {
@@ -508,16 +522,15 @@ ChunkGrouping DeltaGrouping(int width, const DeltaBase& base, DeltaCoding coding
 
 // The planes a chunk of `form` and `grouping` compresses.
 void ToPlanes(ChunkForm form, ChunkGrouping grouping, std::string_view raw, int width,
-              const DeltaBase* base, std::string* planes) {
+              const DeltaBase* base, char* planes) {
   KernelFor<true>(width, form, grouping)(Bytes(raw), base != nullptr ? Bytes(base->raw) : nullptr,
                                          base != nullptr ? Bytes(base->before) : nullptr,
-                                         raw.size() / width,
-                                         reinterpret_cast<uint8_t*>(planes->data()));
+                                         raw.size() / width, reinterpret_cast<uint8_t*>(planes));
 }
 
 // A delta link's raw bytes into out[0, size) from its decompressed planes, given the bytes of the
 // link before it (`base`) and, where the link needs it, of the one before that.
-void FromDeltaPlanes(const ChunkHeader& h, const std::string& planes, const char* base,
+void FromDeltaPlanes(const ChunkHeader& h, std::string_view planes, const char* base,
                      const char* before, char* out) {
   KernelFor<false>(h.element_width, h.form, h.grouping)(
       Bytes(planes), reinterpret_cast<const uint8_t*>(base),
@@ -626,16 +639,15 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     REEL_ASSIGN_OR_RETURN(std::string address, BaseAddress(*delta_base));
     out += address;
   }
-  thread_local std::string
-      planes;  // reused: a fresh 4 MiB buffer per chunk is zeroed and faulted in
-  planes.resize(raw.size());
-  ToPlanes(form, grouping, raw, element_width, delta_base, &planes);
+  thread_local GrowOnly<char> scratch;
+  char* planes = scratch.Get(raw.size());
+  ToPlanes(form, grouping, raw, element_width, delta_base, planes);
   // A small match-finder table: the planes are mostly noise, where zstd's matches cost more than
   // they save (R(2+1)D-18: 0.2-0.4 points of the file smaller for a delta, 0.9 for a whole chunk,
   // and no slower).
   constexpr int kPlanesHashLog = 6;
-  REEL_RETURN_IF_ERROR(
-      ZstdCompressAppend(planes, ZstdOptions{options.zstd_level, kPlanesHashLog}, &out));
+  REEL_RETURN_IF_ERROR(ZstdCompressAppend(std::string_view(planes, raw.size()),
+                                          ZstdOptions{options.zstd_level, kPlanesHashLog}, &out));
   return out;
 }
 
@@ -745,49 +757,48 @@ Result<std::vector<ChunkHeader>> ChainHeaders(const std::vector<std::string_view
 }
 
 // The first link's raw bytes into out[0, size).
-Status DecodeWhole(std::string_view encoded, const ChunkHeader& h, std::string_view what,
-                   char* out) {
+Status DecodeWhole(std::string_view encoded, const ChunkHeader& h, std::string_view what, char* out,
+                   ZstdChecksum checksum) {
   if (h.form == ChunkForm::kStored) {
     REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(encoded, h, what));
     std::memcpy(out, body.data(), body.size());
     return Status::Ok();
   }
-  thread_local std::string planes;
-  planes.resize(h.raw_size);
+  thread_local GrowOnly<char> scratch;
+  char* planes = scratch.Get(h.raw_size);
   REEL_RETURN_IF_ERROR(
-      ZstdDecompressInto(encoded.substr(BodyOffset(h.form)), planes.data(), h.raw_size, what));
-  PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(planes), nullptr, nullptr,
-                                                      h.raw_size / h.element_width,
-                                                      reinterpret_cast<uint8_t*>(out));
+      ZstdDecompressInto(encoded.substr(BodyOffset(h.form)), planes, h.raw_size, what, checksum));
+  PlanesFor<false>(h.element_width, ChunkForm::kFull)(
+      reinterpret_cast<const uint8_t*>(planes), nullptr, nullptr, h.raw_size / h.element_width,
+      reinterpret_cast<uint8_t*>(out));
   return Status::Ok();
 }
 
 // A chain of XOR deltas at once: the XOR of every link's planes, regrouped once.
 Status DecodeXorChain(const std::vector<std::string_view>& chain,
                       const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
-                      size_t size) {
-  // Scratch reused by each thread: a fresh 4 MiB buffer per chunk cost more in page faults
-  // than zstd took to fill it.
-  thread_local std::string planes, link;
-  planes.resize(size);
+                      size_t size, ZstdChecksum checksum) {
+  thread_local GrowOnly<char> planes_scratch, link_scratch;
+  char* planes = planes_scratch.Get(size);
+  char* link = link_scratch.Get(size);
   const ChunkHeader& first = headers[0];
   if (first.form == ChunkForm::kStored) {
     REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(chain.front(), first, what));
-    PlanesFor<true>(first.element_width, ChunkForm::kFull)(
-        Bytes(body), nullptr, nullptr, size / first.element_width,
-        reinterpret_cast<uint8_t*>(planes.data()));
+    PlanesFor<true>(first.element_width, ChunkForm::kFull)(Bytes(body), nullptr, nullptr,
+                                                           size / first.element_width,
+                                                           reinterpret_cast<uint8_t*>(planes));
   } else {
-    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain.front().substr(BodyOffset(first.form)),
-                                            planes.data(), size, what));
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain.front().substr(BodyOffset(first.form)), planes,
+                                            size, what, checksum));
   }
   for (size_t k = 1; k < chain.size(); ++k) {
-    link.resize(size);
-    REEL_RETURN_IF_ERROR(
-        ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), link.data(), size, what));
-    XorInto(&planes, link);
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), link,
+                                            size, what, checksum));
+    XorInto(planes, link, size);
   }
   PlanesFor<false>(first.element_width, ChunkForm::kFull)(
-      Bytes(planes), nullptr, nullptr, size / first.element_width, reinterpret_cast<uint8_t*>(out));
+      reinterpret_cast<const uint8_t*>(planes), nullptr, nullptr, size / first.element_width,
+      reinterpret_cast<uint8_t*>(out));
   return Status::Ok();
 }
 
@@ -795,23 +806,19 @@ Status DecodeXorChain(const std::vector<std::string_view>& chain,
 // link's base and the base's base are both at hand.
 Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
                         const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
-                        size_t size, char* before) {
-  thread_local std::string links[3], planes;
-  const size_t last = chain.size() - 1;
-  const auto target = [&](size_t k) {
-    if (k == last) return out;
-    links[k % 3].resize(size);
-    return links[k % 3].data();
-  };
-  REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0)));
-  const char* previous = links[0].data();  // the chain has two links at least here
+                        size_t size, char* before, ZstdChecksum checksum) {
+  thread_local GrowOnly<char> links[3], planes_scratch;
+  const size_t last = chain.size() - 1;  // at least 1 here
+  const auto target = [&](size_t k) { return k == last ? out : links[k % 3].Get(size); };
+  char* planes = planes_scratch.Get(size);
+  const char* previous = target(0);
+  REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0), checksum));
   const char* previous2 = nullptr;
   for (size_t k = 1; k <= last; ++k) {
-    planes.resize(size);
-    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)),
-                                            planes.data(), size, what));
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), planes,
+                                            size, what, checksum));
     char* into = target(k);
-    FromDeltaPlanes(headers[k], planes, previous, previous2, into);
+    FromDeltaPlanes(headers[k], std::string_view(planes, size), previous, previous2, into);
     previous2 = previous;
     previous = into;
   }
@@ -822,15 +829,16 @@ Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
 }  // namespace
 
 Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_view what, char* out,
-                       size_t size, char* before) {
+                       size_t size, char* before, ZstdChecksum checksum) {
   if (chain.empty()) return InvalidArgumentError(Prefix(what) + "an empty chunk chain");
   REEL_ASSIGN_OR_RETURN(const std::vector<ChunkHeader> headers, ChainHeaders(chain, what, size));
   const bool all_xor = std::all_of(headers.begin() + 1, headers.end(), [](const ChunkHeader& h) {
     return h.form == ChunkForm::kXorDelta;
   });
-  if (chain.size() == 1) return DecodeWhole(chain[0], headers[0], what, out);
-  if (all_xor && before == nullptr) return DecodeXorChain(chain, headers, what, out, size);
-  return DecodeLinkByLink(chain, headers, what, out, size, before);
+  if (chain.size() == 1) return DecodeWhole(chain[0], headers[0], what, out, checksum);
+  if (all_xor && before == nullptr)
+    return DecodeXorChain(chain, headers, what, out, size, checksum);
+  return DecodeLinkByLink(chain, headers, what, out, size, before, checksum);
 }
 
 Result<std::string> DecodeChain(const std::vector<std::string_view>& chain, std::string_view what) {

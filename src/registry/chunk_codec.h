@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/zstd.h"
 
 namespace reel::registry {
 
@@ -139,7 +140,10 @@ Result<std::string> DecodeChain(const std::vector<std::string_view>& chain, std:
 // The same into out[0, size), where the caller wants the bytes (a tensor's buffer); DataLoss when
 // the chain holds another size. With `before` (size bytes) and a chain of at least two links,
 // also the bytes of the link before the last: a delta against the last link may be linear.
+// ZstdChecksum::kSkip for a caller that checks the result's address (a damaged link then shows
+// as other bytes, not as a failed checksum).
 Status DecodeChainInto(const std::vector<std::string_view>& chain, std::string_view what, char* out,
-                       size_t size, char* before = nullptr);
+                       size_t size, char* before = nullptr,
+                       ZstdChecksum checksum = ZstdChecksum::kVerify);
 
 }  // namespace reel::registry
