@@ -65,8 +65,9 @@ double OpensslSha256MBps(const std::string& log) {
   return colon == std::string::npos ? 0 : std::atof(out->c_str() + colon + 1) / 1e6;
 }
 
-// The pull of `row`'s version into a safetensors file (fsynced, as `reel storage cp` writes),
-// checked bit for bit against the file registered, against `reel storage cp` of that file.
+// The pull of `row`'s version into a safetensors file as `reel models export` writes it (fsynced,
+// as `reel storage cp` writes), checked bit for bit against the file registered, against `reel
+// storage cp` of that file.
 Result<std::pair<double, double>> PullAndCopySeconds(Registry& registry, const VersionRow& row,
                                                      const std::string& work,
                                                      const std::string& reel_cli, int repeat) {
@@ -80,10 +81,11 @@ Result<std::pair<double, double>> PullAndCopySeconds(Registry& registry, const V
     ::sync();
     Clock::time_point start = Clock::now();
     REEL_ASSIGN_OR_RETURN(VersionInfo v, registry.Get(row.info.id.ToString()));
-    REEL_ASSIGN_OR_RETURN(SafetensorsFile file, registry.PullWeights(v));
-    REEL_ASSIGN_OR_RETURN(std::string bytes, reel::models::WriteSafetensors(file));
-    REEL_RETURN_IF_ERROR(out->Put(row.label + ".safetensors", bytes));
+    REEL_ASSIGN_OR_RETURN(auto writer, out->OpenWriter(row.label + ".safetensors"));
+    REEL_RETURN_IF_ERROR(registry.PullWeightsTo(v, *writer));
+    REEL_RETURN_IF_ERROR(writer->Close());
     pulls.push_back(SecondsSince(start));
+    REEL_ASSIGN_OR_RETURN(std::string bytes, out->Get(row.label + ".safetensors"));
     if (bytes != expected) return reel::DataLossError(row.label + ": the pull differs");
     ::sync();
     start = Clock::now();

@@ -313,9 +313,8 @@ int RunExport(const Flags& f) {
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
   if (!v.ok()) return Fail(kModels, v.status());
-  Result<models::SafetensorsFile> weights = (*reg)->PullWeights(*v);
-  if (!weights.ok()) return Fail(kModels, weights.status());
-  Status s = ExportVersion(*v, *weights, f.dir);
+  Status s = ExportVersion(
+      *v, f.dir, [&](storage::ObjectWriter& out) { return (*reg)->PullWeightsTo(*v, out); });
   if (!s.ok()) return Fail(kModels, s);
   std::printf("exported %s to %s (model.safetensors, config.yaml, version.json)\n",
               v->id.ToString().c_str(), f.dir.c_str());

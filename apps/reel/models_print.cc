@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "base/progress.h"
 #include "registry/views.h"
+#include "storage/local_store.h"
 
 namespace reel::cli {
 namespace {
@@ -219,8 +220,8 @@ void PrintAliases(const std::string& model, const std::vector<registry::AliasInf
   }
 }
 
-Status ExportVersion(const VersionInfo& v, const models::SafetensorsFile& weights,
-                     const std::string& dir) {
+Status ExportVersion(const VersionInfo& v, const std::string& dir,
+                     const std::function<Status(storage::ObjectWriter&)>& write_weights) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir + "/model.safetensors", ec)) {
@@ -230,12 +231,14 @@ Status ExportVersion(const VersionInfo& v, const models::SafetensorsFile& weight
   }
   fs::create_directories(dir, ec);
   if (ec) return UnavailableError("cannot create " + dir + ": " + ec.message());
-  REEL_ASSIGN_OR_RETURN(std::string bytes, models::WriteSafetensors(weights));
+  REEL_ASSIGN_OR_RETURN(auto folder, storage::LocalStore::Open(fs::absolute(dir).string()));
   REEL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/config.yaml", ExportConfig(v)));
   REEL_RETURN_IF_ERROR(
       WriteFileAtomically(dir + "/version.json", registry::VersionJson(v).dump(2)));
   // Last: its presence marks a complete export.
-  return WriteFileAtomically(dir + "/model.safetensors", bytes);
+  REEL_ASSIGN_OR_RETURN(auto weights, folder->OpenWriter("model.safetensors"));
+  REEL_RETURN_IF_ERROR(write_weights(*weights));
+  return weights->Close();
 }
 
 }  // namespace reel::cli

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,11 @@ void PrintBranches(const std::vector<registry::BranchInfo>& branches);
 void PrintAliases(const std::string& model, const std::vector<registry::AliasInfo>& aliases,
                   const std::vector<registry::AliasEvent>& history);
 
-// DIR/model.safetensors, DIR/config.yaml (the version's config, or its model section when it
-// was registered without one) and DIR/version.json; each written to a temporary name and
-// renamed. Errors: AlreadyExists when DIR already holds an export; the file system's.
-Status ExportVersion(const registry::VersionInfo& v, const models::SafetensorsFile& weights,
-                     const std::string& dir);
+// DIR/config.yaml (the version's config, or its model section when it was registered without
+// one), DIR/version.json, and last DIR/model.safetensors, whose bytes `write_weights` writes;
+// each written to a temporary name and renamed, so the weights' presence marks a whole export.
+// Errors: AlreadyExists when DIR already holds an export; write_weights'; the file system's.
+Status ExportVersion(const registry::VersionInfo& v, const std::string& dir,
+                     const std::function<Status(storage::ObjectWriter&)>& write_weights);
 
 }  // namespace reel::cli

@@ -33,36 +33,54 @@ size_t DtypeSize(std::string_view dtype) {
   return 0;
 }
 
-Result<std::string> WriteSafetensors(const SafetensorsFile& file) {
+Result<SafetensorsLayout> LayOutSafetensors(const std::map<std::string, TensorSpec>& tensors,
+                                            const std::map<std::string, std::string>& metadata) {
   json header = json::object();
+  std::map<std::string, uint64_t> offsets;  // from the data buffer's start, until the end
   uint64_t offset = 0;
-  for (const auto& [name, t] : file.tensors) {
-    size_t width = DtypeSize(t.dtype);
-    if (width == 0)
+  for (const auto& [name, t] : tensors) {
+    const size_t width = DtypeSize(t.dtype);
+    if (width == 0) {
       return InvalidArgumentError("tensor '" + name + "': unknown dtype '" + t.dtype + "'");
+    }
     REEL_ASSIGN_OR_RETURN(uint64_t n, Elements(t.shape, name));
-    if (n * width != t.data.size()) {
+    offset = (offset + 7) / 8 * 8;
+    header[name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * width}}};
+    offsets[name] = offset;
+    offset += n * width;
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  SafetensorsLayout layout;
+  layout.head.assign(8, '\0');
+  const uint64_t length = text.size();
+  for (size_t i = 0; i < 8; ++i) layout.head[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  layout.head += text;
+  for (auto& [name, at] : offsets) at += layout.head.size();
+  layout.offsets = std::move(offsets);
+  layout.file_size = layout.head.size() + offset;
+  return layout;
+}
+
+Result<std::string> WriteSafetensors(const SafetensorsFile& file) {
+  std::map<std::string, TensorSpec> specs;
+  for (const auto& [name, t] : file.tensors) {
+    const size_t width = DtypeSize(t.dtype);
+    REEL_ASSIGN_OR_RETURN(uint64_t n, Elements(t.shape, name));
+    if (width != 0 && n * width != t.data.size()) {
       return InvalidArgumentError("tensor '" + name + "': " + std::to_string(t.data.size()) +
                                   " bytes for " + std::to_string(n) + " elements of " + t.dtype);
     }
-    offset = (offset + 7) / 8 * 8;
-    header[name] = {
-        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
-    offset += t.data.size();
+    specs[name] = {t.dtype, t.shape};
   }
-  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  uint64_t length = text.size();
-  for (int i = 0; i < 8; ++i)
-    out[static_cast<size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
-  out += text;
-  const size_t base = out.size();
-  out.resize(base + offset, '\0');
+  REEL_ASSIGN_OR_RETURN(SafetensorsLayout layout, LayOutSafetensors(specs, file.metadata));
+  std::string out = std::move(layout.head);
+  out.resize(layout.file_size, '\0');
   for (const auto& [name, t] : file.tensors) {
-    uint64_t begin = header[name]["data_offsets"][0].get<uint64_t>();
-    if (!t.data.empty()) std::memcpy(out.data() + base + begin, t.data.data(), t.data.size());
+    if (!t.data.empty())
+      std::memcpy(out.data() + layout.offsets[name], t.data.data(), t.data.size());
   }
   return out;
 }

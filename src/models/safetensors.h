@@ -35,6 +35,22 @@ size_t DtypeSize(std::string_view dtype);
 // Errors: InvalidArgument for an unknown dtype, a negative dimension or a size mismatch.
 Result<std::string> WriteSafetensors(const SafetensorsFile& file);
 
+// Where WriteSafetensors puts each tensor, for a writer that fills the file piece by piece
+// without the tensors in memory first (a registry pull). The bytes between `head` and the first
+// tensor, and between tensors, are zeros.
+struct TensorSpec {
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+struct SafetensorsLayout {
+  std::string head;                         // the 8-byte length and the padded JSON header
+  std::map<std::string, uint64_t> offsets;  // each tensor's first byte in the file
+  uint64_t file_size = 0;
+};
+// Errors: as WriteSafetensors, but for the specs alone.
+Result<SafetensorsLayout> LayOutSafetensors(const std::map<std::string, TensorSpec>& tensors,
+                                            const std::map<std::string, std::string>& metadata);
+
 // Errors: DataLoss for anything malformed: a header length past the end, bad JSON, unknown
 // dtypes, offsets outside the buffer, overlapping or out-of-order tensors, sizes that do not
 // match shape x dtype, or bytes left over. `what` names the source in messages.

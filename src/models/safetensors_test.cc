@@ -130,5 +130,29 @@ TEST(SafetensorsTest, MalformedFilesAreDataLoss) {
   EXPECT_STATUS(WriteSafetensors(bad), StatusCode::kInvalidArgument);
 }
 
+TEST(SafetensorsTest, TheLayoutIsWhereWriteSafetensorsPutsEachTensor) {
+  SafetensorsFile file;
+  file.tensors["a.odd"] = TensorBytes{"U8", {3}, "xyz"};  // the next tensor starts 5 bytes on
+  file.tensors["b.weight"] = Floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  file.tensors["c.empty"] = TensorBytes{"F16", {0, 4}, ""};
+  file.tensors["d.half"] = TensorBytes{"F16", {1}, "hh"};
+  file.metadata["format"] = "pt";
+  std::map<std::string, TensorSpec> specs;
+  for (const auto& [name, t] : file.tensors) specs[name] = {t.dtype, t.shape};
+  ASSERT_OK_AND_ASSIGN(SafetensorsLayout layout, LayOutSafetensors(specs, file.metadata));
+  ASSERT_OK_AND_ASSIGN(std::string bytes, WriteSafetensors(file));
+  ASSERT_EQ(layout.file_size, bytes.size());
+  EXPECT_EQ(bytes.substr(0, layout.head.size()), layout.head);
+  for (const auto& [name, t] : file.tensors) {
+    EXPECT_EQ(bytes.substr(layout.offsets.at(name), t.data.size()), t.data) << name;
+  }
+  EXPECT_EQ(layout.offsets.at("b.weight") - layout.offsets.at("a.odd"), 8u);
+  EXPECT_EQ(bytes.substr(layout.offsets.at("a.odd") + 3, 5), std::string(5, '\0'));
+  specs["e"] = {"Q7", {1}};
+  EXPECT_STATUS(LayOutSafetensors(specs, {}), StatusCode::kInvalidArgument);
+  specs["e"] = {"F32", {-1}};
+  EXPECT_STATUS(LayOutSafetensors(specs, {}), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace reel::models

@@ -615,6 +615,16 @@ Result<models::SafetensorsFile> LocalRegistry::PullWeights(const VersionInfo& ve
   return impl_->weights().Pull(version.weights);
 }
 
+Status LocalRegistry::PullWeightsTo(const VersionInfo& version, storage::ObjectWriter& out) {
+  return impl_->weights().PullTo(version.weights, out);
+}
+
+Status Registry::PullWeightsTo(const VersionInfo& version, storage::ObjectWriter& out) {
+  REEL_ASSIGN_OR_RETURN(models::SafetensorsFile weights, PullWeights(version));
+  REEL_ASSIGN_OR_RETURN(std::string bytes, models::WriteSafetensors(weights));
+  return out.Write(bytes);
+}
+
 Result<models::SafetensorsFile> LocalRegistry::PullOptimizer(const VersionInfo& version) {
   if (!version.optimizer) {
     return NotFoundError(version.id.ToString() + " was registered without optimiser state");

@@ -214,6 +214,9 @@ class Registry {
   // The version's weights, bit-exact and verified.
   virtual Result<models::SafetensorsFile> PullWeights(const VersionInfo& version) = 0;
   virtual Result<models::SafetensorsFile> PullOptimizer(const VersionInfo& version) = 0;
+  // The same written to `out` as a safetensors file (WriteSafetensors' bytes); `out` is not
+  // closed, and on an error holds a part. The embedded registry writes while it decodes.
+  virtual Status PullWeightsTo(const VersionInfo& version, storage::ObjectWriter& out);
 };
 
 }  // namespace reel::registry

@@ -74,6 +74,7 @@ class LocalRegistry final : public Registry {
   Result<GcStats> CollectGarbage(const GcOptions& options, const Actor& who) override;
   Result<models::SafetensorsFile> PullWeights(const VersionInfo& version) override;
   Result<models::SafetensorsFile> PullOptimizer(const VersionInfo& version) override;
+  Status PullWeightsTo(const VersionInfo& version, storage::ObjectWriter& out) override;
 
   // The weights' store: the server (service.cc) answers which chunks it lacks and rebuilds an
   // upload that sent only those.

@@ -80,13 +80,13 @@ Result<int> ElementWidth(const std::string& name, const models::TensorBytes& ten
   return width;
 }
 
-uint64_t Elements(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
+}  // namespace
+
+uint64_t TensorEntry::shape_bytes() const {
+  uint64_t n = models::DtypeSize(dtype);
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);
   return n;
 }
-
-}  // namespace
 
 uint64_t TensorEntry::bytes() const {
   uint64_t n = 0;
@@ -441,7 +441,10 @@ Status WeightStore::DecodeFetched(const std::vector<std::pair<std::string, std::
                                   char* out, size_t size, char* before) const {
   std::vector<std::string_view> links;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) links.emplace_back(it->second);
-  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size, before));
+  // A chain whose result is checked against its address needs no zstd checksums on the way.
+  const ZstdChecksum checksum =
+      verify == Verify::kAddress ? ZstdChecksum::kSkip : ZstdChecksum::kVerify;
+  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size, before, checksum));
   if (verify == Verify::kAddress && Sha256Hex(std::string_view(out, size)) != sha256) {
     return FindDamagedLink(chain, what);
   }
@@ -501,49 +504,6 @@ Result<std::string> WeightStore::StoredBase(std::string_view sha256) const {
 
 Status WeightStore::DeleteChunk(std::string_view sha256) const {
   return store_->Delete(ChunkKey(sha256));
-}
-
-// Every tensor is laid out at its full size first, so that each chunk decodes straight into its
-// place, on `threads` threads: no buffer per chunk and no copy after.
-Result<models::SafetensorsFile> WeightStore::Assemble(
-    const WeightManifest& manifest, const std::map<std::string, std::string_view>& given) const {
-  struct Piece {
-    std::string what;
-    const ChunkRef* chunk;
-    char* out;
-  };
-  models::SafetensorsFile file;
-  file.metadata = manifest.metadata;
-  std::vector<Piece> pieces;
-  for (const auto& [name, t] : manifest.tensors) {
-    const uint64_t bytes = Elements(t.shape) * models::DtypeSize(t.dtype);
-    if (t.bytes() != bytes) {
-      return DataLossError("tensor '" + name + "': its chunks hold " + std::to_string(t.bytes()) +
-                           " bytes, not what its shape needs");
-    }
-    models::TensorBytes& tensor = file.tensors[name];
-    tensor = {t.dtype, t.shape, std::string(bytes, '\0')};
-    char* out = tensor.data.data();
-    for (size_t i = 0; i < t.chunks.size(); ++i) {
-      pieces.push_back({"tensor '" + name + "' chunk " + std::to_string(i), &t.chunks[i], out});
-      out += t.chunks[i].size;
-    }
-  }
-  REEL_RETURN_IF_ERROR(ParallelFor(Threads(), pieces.size(), [&](size_t i) -> Status {
-    const Piece& p = pieces[i];
-    auto it = given.find(p.chunk->sha256);
-    if (it == given.end()) {
-      REEL_ASSIGN_OR_RETURN(auto chain, FetchChain(p.chunk->sha256, p.what));
-      return DecodeFetched(chain, p.chunk->sha256, p.what, Verify::kAddress, p.out, p.chunk->size);
-    }
-    if (it->second.size() != p.chunk->size) {
-      return InvalidArgumentError(p.what + ": given " + std::to_string(it->second.size()) +
-                                  " bytes, its manifest says " + std::to_string(p.chunk->size));
-    }
-    std::memcpy(p.out, it->second.data(), it->second.size());
-    return Status::Ok();
-  }));
-  return file;
 }
 
 }  // namespace reel::registry

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,7 +53,8 @@ struct TensorEntry {
   std::vector<int64_t> shape;
   std::string id;  // SHA-256 of the chunks' addresses, in order
   std::vector<ChunkRef> chunks;
-  uint64_t bytes() const;
+  uint64_t bytes() const;        // its chunks' raw bytes
+  uint64_t shape_bytes() const;  // what its dtype and shape need (0 for an unknown dtype)
 };
 
 struct WeightManifest {
@@ -113,6 +115,7 @@ Result<WeightManifest> DescribeChunks(const models::SafetensorsFile& file, uint6
 class WeightStore {
  public:
   struct PushPiece;  // one chunk of a push (weight_store.cc)
+  struct PullPiece;  // one chunk of a pull (weight_pull.cc)
 
   // Chunks live under `prefix` ("" or ending in '/') of `store`.
   WeightStore(std::shared_ptr<storage::ObjectStore> store, std::string prefix,
@@ -129,6 +132,11 @@ class WeightStore {
   Result<models::SafetensorsFile> Pull(const WeightManifest& manifest) const {
     return Assemble(manifest, {});
   }
+  // Pull, written to `out` as the safetensors file WriteSafetensors makes of it, in order while
+  // the chunks decode: the file is in memory once, and its writes overlap the decoding. `out` is
+  // not closed (its Close publishes the file). Errors: as Pull; InvalidArgument for a dtype
+  // safetensors does not know; out's.
+  Status PullTo(const WeightManifest& manifest, storage::ObjectWriter& out) const;
   // Pull, taking the chunks in `given` (raw bytes by address, already checked by the caller)
   // from the caller instead of the store: the server rebuilds an upload that sent only the
   // chunks it lacked (service.cc).
@@ -159,6 +167,11 @@ class WeightStore {
                                           const WeightManifest* parent,
                                           WeightManifest* described) const;
   Status PushChunk(PushPiece& piece) const;
+  Result<std::vector<PullPiece>> PlanPull(
+      const WeightManifest& manifest,
+      const std::function<char*(const std::string& name, const TensorEntry& t)>& place) const;
+  Status FillPiece(const PullPiece& piece,
+                   const std::map<std::string, std::string_view>& given) const;
   Result<std::string> DeltaOnParent(PushPiece& piece, const ChunkEncodeOptions& encode) const;
   Result<std::string> DeltaOnRoot(PushPiece& piece, const ChunkEncodeOptions& encode) const;
   Result<std::string> ChainRoot(const std::string& sha256, const std::string& what) const;

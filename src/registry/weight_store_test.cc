@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/random.h"
+#include "base/sync_point.h"
 #include "registry/chunk_codec.h"
 #include "registry/registry_test_util.h"
 #include "storage/listing.h"
@@ -225,6 +229,110 @@ TEST_F(WeightStoreTest, PullsOnManyThreadsKeepTheOrder) {
     ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m));
     ExpectSameFile(back, model);
   }
+}
+
+// Keeps what it is given (the pull's writer thread writes); its write number `fail_at` (from 0)
+// fails instead.
+class KeepsWrites : public storage::ObjectWriter {
+ public:
+  explicit KeepsWrites(int fail_at = -1) : fail_at_(fail_at) {}
+  Status Write(std::string_view data) override {
+    std::lock_guard lock(mu_);
+    wrote_.notify_all();
+    if (writes_++ == fail_at_) return UnavailableError("the disk is full");
+    bytes_.append(data);
+    return Status::Ok();
+  }
+  Status Close() override {
+    closed_ = true;
+    return Status::Ok();
+  }
+  // Whether a write came within a minute: a guard against a hang, not a timing.
+  bool WaitForAWrite() {
+    std::unique_lock lock(mu_);
+    return wrote_.wait_for(lock, std::chrono::minutes(1), [&] { return writes_ > 0; });
+  }
+  // Once the pull has returned:
+  const std::string& bytes() const { return bytes_; }
+  int writes() const { return writes_; }
+  bool closed() const { return closed_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable wrote_;
+  std::string bytes_;
+  int writes_ = 0;
+  bool closed_ = false;
+  int fail_at_;
+};
+
+class PullToTest : public WeightStoreTest {
+ protected:
+  void TearDown() override { SyncPoint::Get().Reset(); }
+};
+
+TEST_F(PullToTest, WritesTheSafetensorsFileWhileChunksDecodeOutOfOrder) {
+  SafetensorsFile model = Model(2);
+  model.tensors["odd"] = TensorBytes{"U8", {3}, "abc"};  // the tensor after it starts 5 bytes on
+  SafetensorsFile tuned = model;
+  tuned.tensors["conv.weight"] = Moved(tuned.tensors["conv.weight"], 1e-3, 9);
+  for (int threads : {1, 3}) {
+    WeightStoreOptions o;
+    o.chunk_bytes = 256;  // over a hundred pieces, which threads finish in any order
+    o.threads = threads;
+    WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
+    ASSERT_OK_AND_ASSIGN(WeightManifest first, store.Push(model, nullptr));
+    PushStats stats;
+    ASSERT_OK_AND_ASSIGN(WeightManifest second, store.Push(tuned, &first, &stats));
+    ASSERT_GT(stats.deltas_written, 100);
+    for (const auto& [manifest, file] : {std::pair{&first, &model}, std::pair{&second, &tuned}}) {
+      KeepsWrites out;
+      ASSERT_OK(store.PullTo(*manifest, out));
+      ASSERT_OK_AND_ASSIGN(std::string expected, models::WriteSafetensors(*file));
+      EXPECT_TRUE(out.bytes() == expected) << threads << " threads: the file differs";
+      EXPECT_FALSE(out.closed()) << "the caller's Close publishes the file";
+    }
+  }
+}
+
+TEST_F(PullToTest, TheFileIsWrittenBeforeTheLastChunkDecodes) {
+  WeightStoreOptions o = Options();
+  o.threads = 1;
+  WeightStore store(mem_, "", o);
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(Model(1), nullptr));
+  KeepsWrites out;
+  std::atomic<int> filling{0};
+  bool written_before_the_last = false;
+  SyncPoint& sp = SyncPoint::Get();
+  sp.SetCallback("WeightStore::PullTo:Filling", [&] {
+    if (++filling == 6) written_before_the_last = out.WaitForAWrite();  // Model(1): 6 chunks
+  });
+  sp.EnableProcessing();
+  ASSERT_OK(store.PullTo(m, out));
+  EXPECT_EQ(filling.load(), 6);
+  EXPECT_TRUE(written_before_the_last);
+  ASSERT_OK_AND_ASSIGN(std::string expected, models::WriteSafetensors(Model(1)));
+  EXPECT_TRUE(out.bytes() == expected);
+}
+
+TEST_F(PullToTest, StopsAtAFailedWriteOrADamagedChunk) {
+  WeightStoreOptions o = Options();
+  o.threads = 2;
+  WeightStore store(mem_, "", o);
+  ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(Model(1), nullptr));
+  KeepsWrites full(/*fail_at=*/0);
+  const Status failed = store.PullTo(m, full);
+  EXPECT_STATUS(failed, StatusCode::kUnavailable);
+  EXPECT_NE(failed.message().find("the disk is full"), std::string::npos) << failed.ToString();
+  EXPECT_EQ(full.writes(), 1) << "no write after the one that failed";
+  const ChunkRef& bias = m.tensors.at("conv.bias").chunks[0];
+  ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(std::string(64, 'x'), 4, nullptr));
+  ASSERT_OK(mem_->Put(store.ChunkKey(bias.sha256), other));
+  KeepsWrites out;
+  const Status damaged = store.PullTo(m, out);
+  EXPECT_STATUS(damaged, StatusCode::kDataLoss);
+  EXPECT_NE(damaged.message().find("conv.bias"), std::string::npos) << damaged.ToString();
+  EXPECT_FALSE(out.closed());
 }
 
 TEST_F(WeightStoreTest, AnInterruptedPushLeavesWholeChunksAndTheRerunWritesTheRest) {
