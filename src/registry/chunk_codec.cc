@@ -23,6 +23,7 @@ namespace {
 constexpr std::string_view kMagic = "RKC1";
 constexpr std::string_view kMagicDifference = "RKC2";  // the difference and linear forms
 constexpr std::string_view kMagicGrouped = "RKC3";     // either, grouped (ChunkGrouping)
+constexpr std::string_view kMagicCounted = "RKC4";     // grouped, the classes' counts recorded
 constexpr uint8_t kFormBits = 0x3f;                    // the form byte's form; above, its grouping
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kBaseHashBytes = 32;
@@ -328,13 +329,40 @@ void GroupClasses(const uint8_t* base, const uint8_t* before, size_t n, uint8_t*
 }
 #endif
 
-// Where each class's elements start in the grouped order: classes in turn, elements in order.
-std::array<uint32_t, kGroupClasses> GroupStarts(const uint8_t* classes, size_t n) {
-  std::array<uint32_t, kGroupClasses> count{};
+using ClassCounts = std::array<uint32_t, kGroupClasses>;
+// An RKC4 chunk's frame starts with its ClassCounts, four bytes each, little-endian.
+constexpr size_t kClassCountBytes = 4 * kGroupClasses;
+
+ClassCounts CountClasses(const uint8_t* classes, size_t n) {
+  ClassCounts count{};
   for (size_t i = 0; i < n; ++i) ++count[classes[i]];
-  uint32_t at = 0;
-  for (uint32_t& c : count) at += std::exchange(c, at);
   return count;
+}
+
+// Where each class's elements start in the grouped order: classes in turn, elements in order.
+ClassCounts StartsOf(ClassCounts counts) {
+  uint32_t at = 0;
+  for (uint32_t& c : counts) at += std::exchange(c, at);
+  return counts;
+}
+
+void PutClassCounts(const ClassCounts& counts, uint8_t* out) {
+  for (size_t c = 0; c < counts.size(); ++c) {
+    for (int b = 0; b < 4; ++b) out[4 * c + b] = static_cast<uint8_t>(counts[c] >> (8 * b));
+  }
+}
+
+// The counts an RKC4 chunk records, unless they cannot be its n elements' (DataLoss then).
+std::optional<ClassCounts> GetClassCounts(const uint8_t* in, size_t n) {
+  ClassCounts counts;
+  uint64_t total = 0;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    counts[c] = 0;
+    for (int b = 0; b < 4; ++b) counts[c] |= uint32_t{in[4 * c + b]} << (8 * b);
+    total += counts[c];
+  }
+  if (total != n) return std::nullopt;
+  return counts;
 }
 
 // A thread's scratch, kept from chunk to chunk (a fresh buffer per 4 MiB chunk costs more in page
@@ -359,12 +387,12 @@ class GrowOnly {
 
 struct GroupScratch {
   uint8_t* classes;
-  uint32_t *grouped, *residuals;
+  uint32_t *grouped, *residuals;  // grouped: 2n words (GroupedPlanes says why)
 };
 GroupScratch Scratch(size_t n) {
   thread_local GrowOnly<uint8_t> classes;
   thread_local GrowOnly<uint32_t> grouped, residuals;
-  return {classes.Get(n), grouped.Get(n), residuals.Get(n)};
+  return {classes.Get(n), grouped.Get(2 * n), residuals.Get(n)};
 }
 
 // Each element's residual against its prediction, or back: one kernel both ways, as the planes'
@@ -390,41 +418,62 @@ void ResidualWords(const uint8_t* in, const uint8_t* base, const uint8_t* before
   }
 }
 
-// A grouped delta's planes, both ways (a PlaneFn): to planes, the residuals in element order,
-// moved to their classes' places, then regrouped by significance; from planes, the same undone
-// in reverse. Only the move goes one element at a time: the other passes are vectorised.
+// A grouped delta's planes, both ways: to planes, the residuals in element order, moved to their
+// classes' places, then regrouped by significance; from planes, the same undone in reverse. Only
+// the move goes one element at a time: the other passes are vectorised. `counts`
+// (kClassCountBytes, may be null): to planes, where the classes' counts go; from planes, the
+// counts the encoder recorded, which spare counting them again (an eighth of a link's decode).
+// False when recorded counts are not the classes' (a damaged chunk).
+template <bool kToPlanes>
+using CountsPointer = std::conditional_t<kToPlanes, uint8_t*, const uint8_t*>;
 template <bool kToPlanes, Op kOp, ChunkGrouping kGrouping>
-void GroupedPlanes(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
-                   uint8_t* out) {
+bool GroupedPlanes(const uint8_t* in, const uint8_t* base, const uint8_t* before, size_t n,
+                   uint8_t* out, CountsPointer<kToPlanes> counts) {
   const GroupScratch s = Scratch(n);
   GroupClasses(base, kGrouping == ChunkGrouping::kByStep ? before : nullptr, n, s.classes);
   const uint8_t* __restrict classes = s.classes;
   uint32_t* __restrict words = s.residuals;
   uint32_t* __restrict grouped = s.grouped;
-  std::array<uint32_t, kGroupClasses> next = GroupStarts(classes, n);
   if constexpr (kToPlanes) {
+    const ClassCounts count = CountClasses(classes, n);
+    if (counts != nullptr) PutClassCounts(count, counts);
+    ClassCounts next = StartsOf(count);
     ResidualWords<true, kOp>(in, base, before, n, reinterpret_cast<uint8_t*>(words));
     for (size_t i = 0; i < n; ++i) grouped[next[classes[i]]++] = words[i];
     Planes<4, true, Op::kNone>(reinterpret_cast<const uint8_t*>(grouped), nullptr, nullptr, n, out);
+    return true;
   } else {
+    std::optional<ClassCounts> count =
+        counts != nullptr ? GetClassCounts(counts, n) : CountClasses(classes, n);
+    if (!count.has_value()) return false;
+    const ClassCounts starts = StartsOf(*count);
+    ClassCounts next = starts;
     Planes<4, false, Op::kNone>(in, nullptr, nullptr, n, reinterpret_cast<uint8_t*>(grouped));
+    // Counts that are not the classes' make a class read past its part, at worst n words past
+    // the end: Scratch keeps 2n words there.
     for (size_t i = 0; i < n; ++i) words[i] = grouped[next[classes[i]]++];
+    for (size_t c = 0; c < next.size(); ++c) {
+      if (next[c] - starts[c] != (*count)[c]) return false;
+    }
     ResidualWords<false, kOp>(reinterpret_cast<const uint8_t*>(words), base, before, n, out);
+    return true;
   }
 }
 
+template <bool kToPlanes>
+using GroupedFn = bool (*)(const uint8_t*, const uint8_t*, const uint8_t*, size_t, uint8_t*,
+                           CountsPointer<kToPlanes>);
 template <bool kToPlanes, Op kOp>
-PlaneFn GroupedPlanesFor(ChunkGrouping grouping) {
+GroupedFn<kToPlanes> GroupedPlanesFor(ChunkGrouping grouping) {
   return grouping == ChunkGrouping::kByStep
              ? GroupedPlanes<kToPlanes, kOp, ChunkGrouping::kByStep>
              : GroupedPlanes<kToPlanes, kOp, ChunkGrouping::kByExponent>;
 }
 
-// The kernel for a chunk of `width`-byte elements, `form` and `grouping` (grouped ones are
-// four-byte differences or linear deltas, as ReadChunkHeader checks).
+// The kernel for a grouped chunk of `form` (four-byte differences or linear deltas, as
+// ReadChunkHeader checks).
 template <bool kToPlanes>
-PlaneFn KernelFor(int width, ChunkForm form, ChunkGrouping grouping) {
-  if (grouping == ChunkGrouping::kNone) return PlanesFor<kToPlanes>(width, form);
+GroupedFn<kToPlanes> GroupedKernelFor(ChunkForm form, ChunkGrouping grouping) {
   return form == ChunkForm::kLinear ? GroupedPlanesFor<kToPlanes, Op::kLinear>(grouping)
                                     : GroupedPlanesFor<kToPlanes, Op::kDifference>(grouping);
 }
@@ -520,22 +569,47 @@ ChunkGrouping DeltaGrouping(int width, const DeltaBase& base, DeltaCoding coding
   return base.before.empty() ? ChunkGrouping::kByExponent : ChunkGrouping::kByStep;
 }
 
-// The planes a chunk of `form` and `grouping` compresses.
+// The planes a chunk of `form` and `grouping` compresses; a grouped one's class counts first
+// into `counts` (kClassCountBytes) where it is given.
 void ToPlanes(ChunkForm form, ChunkGrouping grouping, std::string_view raw, int width,
-              const DeltaBase* base, char* planes) {
-  KernelFor<true>(width, form, grouping)(Bytes(raw), base != nullptr ? Bytes(base->raw) : nullptr,
-                                         base != nullptr ? Bytes(base->before) : nullptr,
-                                         raw.size() / width, reinterpret_cast<uint8_t*>(planes));
+              const DeltaBase* base, char* planes, char* counts) {
+  const uint8_t* base_bytes = base != nullptr ? Bytes(base->raw) : nullptr;
+  const uint8_t* before = base != nullptr ? Bytes(base->before) : nullptr;
+  auto* out = reinterpret_cast<uint8_t*>(planes);
+  if (grouping == ChunkGrouping::kNone) {
+    PlanesFor<true>(width, form)(Bytes(raw), base_bytes, before, raw.size() / width, out);
+    return;
+  }
+  GroupedKernelFor<true>(form, grouping)(Bytes(raw), base_bytes, before, raw.size() / width, out,
+                                         reinterpret_cast<uint8_t*>(counts));
 }
 
-// A delta link's raw bytes into out[0, size) from its decompressed planes, given the bytes of the
-// link before it (`base`) and, where the link needs it, of the one before that.
-void FromDeltaPlanes(const ChunkHeader& h, std::string_view planes, const char* base,
-                     const char* before, char* out) {
-  KernelFor<false>(h.element_width, h.form, h.grouping)(
-      Bytes(planes), reinterpret_cast<const uint8_t*>(base),
-      reinterpret_cast<const uint8_t*>(before), planes.size() / h.element_width,
-      reinterpret_cast<uint8_t*>(out));
+// The bytes a chunk's zstd frame holds: its planes, after an RKC4 chunk's class counts.
+uint64_t FrameBytes(const ChunkHeader& h) {
+  return h.raw_size + (h.class_counts ? kClassCountBytes : 0);
+}
+
+// A delta link's raw bytes into out[0, size) from its decompressed frame (FrameBytes), given
+// the bytes of the link before it (`base`) and, where the link needs it, of the one before that.
+// DataLoss when its recorded class counts are not its base's.
+Status FromDeltaPlanes(const ChunkHeader& h, const char* frame, const char* base,
+                       const char* before, char* out, std::string_view what) {
+  const auto* base_bytes = reinterpret_cast<const uint8_t*>(base);
+  const auto* before_bytes = reinterpret_cast<const uint8_t*>(before);
+  const size_t n = h.raw_size / h.element_width;
+  auto* out_bytes = reinterpret_cast<uint8_t*>(out);
+  if (h.grouping == ChunkGrouping::kNone) {
+    PlanesFor<false>(h.element_width, h.form)(reinterpret_cast<const uint8_t*>(frame), base_bytes,
+                                              before_bytes, n, out_bytes);
+    return Status::Ok();
+  }
+  const auto* counts = h.class_counts ? reinterpret_cast<const uint8_t*>(frame) : nullptr;
+  const auto* planes = reinterpret_cast<const uint8_t*>(frame + FrameBytes(h) - h.raw_size);
+  if (!GroupedKernelFor<false>(h.form, h.grouping)(planes, base_bytes, before_bytes, n, out_bytes,
+                                                   counts)) {
+    return DataLossError(Prefix(what) + "chunk's class counts are not its base's");
+  }
+  return Status::Ok();
 }
 
 // A stored chunk's body: exactly its raw bytes.
@@ -588,17 +662,18 @@ Status CheckEncodeArguments(std::string_view raw, int element_width, const Delta
   return Status::Ok();
 }
 
-// The difference forms carry their own magic, so that builds before them refuse them.
-std::string_view MagicOf(ChunkForm form, ChunkGrouping grouping) {
-  if (grouping != ChunkGrouping::kNone) return kMagicGrouped;
+// The difference forms carry their own magic, so that builds before them refuse them; so do
+// grouped ones, and those with their class counts.
+std::string_view MagicOf(ChunkForm form, ChunkGrouping grouping, bool class_counts) {
+  if (grouping != ChunkGrouping::kNone) return class_counts ? kMagicCounted : kMagicGrouped;
   return form == ChunkForm::kDifference || form == ChunkForm::kLinear ? kMagicDifference : kMagic;
 }
 
 // The fixed 16 bytes every chunk starts with.
-std::string HeaderBytes(ChunkForm form, ChunkGrouping grouping, int element_width, int depth,
-                        uint64_t raw_size) {
+std::string HeaderBytes(ChunkForm form, ChunkGrouping grouping, bool class_counts,
+                        int element_width, int depth, uint64_t raw_size) {
   std::string out(kHeaderBytes, '\0');
-  std::memcpy(out.data(), MagicOf(form, grouping).data(), kMagic.size());
+  std::memcpy(out.data(), MagicOf(form, grouping, class_counts).data(), kMagic.size());
   out[4] = static_cast<char>(static_cast<uint8_t>(form) | static_cast<uint8_t>(grouping) << 6);
   out[5] = static_cast<char>(element_width);
   out[6] = static_cast<char>(depth & 0xff);
@@ -630,7 +705,8 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     grouping = DeltaGrouping(element_width, *delta_base, options.coding);
   }
   const int depth = delta_base != nullptr ? delta_base->depth + 1 : 0;
-  std::string out = HeaderBytes(form, grouping, element_width, depth, raw.size());
+  const bool class_counts = grouping != ChunkGrouping::kNone && options.record_class_counts;
+  std::string out = HeaderBytes(form, grouping, class_counts, element_width, depth, raw.size());
   if (form == ChunkForm::kStored) {
     out += raw;
     return out;
@@ -639,14 +715,17 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
     REEL_ASSIGN_OR_RETURN(std::string address, BaseAddress(*delta_base));
     out += address;
   }
+  // The frame's bytes: an RKC4 chunk's class counts, then the planes.
+  const size_t counts_bytes = class_counts ? kClassCountBytes : 0;
   thread_local GrowOnly<char> scratch;
-  char* planes = scratch.Get(raw.size());
-  ToPlanes(form, grouping, raw, element_width, delta_base, planes);
+  char* frame = scratch.Get(counts_bytes + raw.size());
+  ToPlanes(form, grouping, raw, element_width, delta_base, frame + counts_bytes,
+           class_counts ? frame : nullptr);
   // A small match-finder table: the planes are mostly noise, where zstd's matches cost more than
   // they save (R(2+1)D-18: 0.2-0.4 points of the file smaller for a delta, 0.9 for a whole chunk,
   // and no slower).
   constexpr int kPlanesHashLog = 6;
-  REEL_RETURN_IF_ERROR(ZstdCompressAppend(std::string_view(planes, raw.size()),
+  REEL_RETURN_IF_ERROR(ZstdCompressAppend(std::string_view(frame, counts_bytes + raw.size()),
                                           ZstdOptions{options.zstd_level, kPlanesHashLog}, &out));
   return out;
 }
@@ -656,9 +735,10 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
     return DataLossError(Prefix(what) + "not a registry chunk (bad magic or truncated header)");
   }
   const std::string_view magic = encoded.substr(0, 4);
-  if (magic != kMagic && magic != kMagicDifference && magic != kMagicGrouped) {
+  if (magic != kMagic && magic != kMagicDifference && magic != kMagicGrouped &&
+      magic != kMagicCounted) {
     return FailedPreconditionError(Prefix(what) + "chunk format '" + std::string(magic) +
-                                   "' is newer than this build reads ('RKC1' to 'RKC3')");
+                                   "' is newer than this build reads ('RKC1' to 'RKC4')");
   }
   ChunkHeader h;
   const auto form = static_cast<uint8_t>(encoded[4] & kFormBits);
@@ -671,11 +751,12 @@ Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view w
   h.grouping = static_cast<ChunkGrouping>(grouping);
   h.element_width = static_cast<uint8_t>(encoded[5]);
   h.depth = static_cast<uint8_t>(encoded[6]) | static_cast<uint8_t>(encoded[7]) << 8;
+  h.class_counts = magic == kMagicCounted;
   const bool grouped_ok =
       h.grouping == ChunkGrouping::kNone ||
       (h.element_width == 4 && (h.form == ChunkForm::kDifference || h.form == ChunkForm::kLinear));
   if (!ValidWidth(h.element_width) || IsDelta(h.form) != (h.depth > 0) || !grouped_ok ||
-      magic != MagicOf(h.form, h.grouping) || (NeedsBaseBefore(h) && h.depth < 2)) {
+      magic != MagicOf(h.form, h.grouping, h.class_counts) || (NeedsBaseBefore(h) && h.depth < 2)) {
     return DataLossError(Prefix(what) + "corrupt chunk header");
   }
   h.raw_size = GetU64(encoded.data() + 8);
@@ -708,18 +789,19 @@ Result<std::string> DecodeChunk(std::string_view encoded, std::string_view base,
     return InvalidArgumentError(Prefix(what) + "a base given to a chunk that takes none");
   }
   if (h.form == ChunkForm::kStored) return StoredBytes(encoded, h, what);
-  REEL_ASSIGN_OR_RETURN(std::string planes,
-                        ZstdDecompress(encoded.substr(BodyOffset(h.form)), h.raw_size, what));
-  if (planes.size() != h.raw_size) {
-    return DataLossError(Prefix(what) + "chunk holds " + std::to_string(planes.size()) +
-                         " bytes, its header says " + std::to_string(h.raw_size));
+  REEL_ASSIGN_OR_RETURN(std::string frame,
+                        ZstdDecompress(encoded.substr(BodyOffset(h.form)), FrameBytes(h), what));
+  if (frame.size() != FrameBytes(h)) {
+    return DataLossError(Prefix(what) + "chunk holds " + std::to_string(frame.size()) +
+                         " bytes, its header says " + std::to_string(FrameBytes(h)));
   }
-  std::string raw(planes.size(), '\0');
+  std::string raw(h.raw_size, '\0');
   if (delta) {
-    FromDeltaPlanes(h, planes, base.data(), before.data(), raw.data());
+    REEL_RETURN_IF_ERROR(
+        FromDeltaPlanes(h, frame.data(), base.data(), before.data(), raw.data(), what));
   } else {
-    PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(planes), nullptr, nullptr,
-                                                        planes.size() / h.element_width,
+    PlanesFor<false>(h.element_width, ChunkForm::kFull)(Bytes(frame), nullptr, nullptr,
+                                                        h.raw_size / h.element_width,
                                                         reinterpret_cast<uint8_t*>(raw.data()));
   }
   return raw;
@@ -810,15 +892,15 @@ Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
   thread_local GrowOnly<char> links[3], planes_scratch;
   const size_t last = chain.size() - 1;  // at least 1 here
   const auto target = [&](size_t k) { return k == last ? out : links[k % 3].Get(size); };
-  char* planes = planes_scratch.Get(size);
+  char* frame = planes_scratch.Get(size + kClassCountBytes);
   const char* previous = target(0);
   REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0), checksum));
   const char* previous2 = nullptr;
   for (size_t k = 1; k <= last; ++k) {
-    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), planes,
-                                            size, what, checksum));
+    REEL_RETURN_IF_ERROR(ZstdDecompressInto(chain[k].substr(BodyOffset(headers[k].form)), frame,
+                                            FrameBytes(headers[k]), what, checksum));
     char* into = target(k);
-    FromDeltaPlanes(headers[k], std::string_view(planes, size), previous, previous2, into);
+    REEL_RETURN_IF_ERROR(FromDeltaPlanes(headers[k], frame, previous, previous2, into, what));
     previous2 = previous;
     previous = into;
   }

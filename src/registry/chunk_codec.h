@@ -23,12 +23,14 @@
 // Chunks written before these two forms are XOR deltas (planes(raw XOR base)); they still decode.
 //
 // Encoded layout (little-endian): "RKC1" ("RKC2" for the difference and linear forms, "RKC3" for
-// grouped ones, so that an older build refuses them as newer instead of misreading them), u8 form
-// (its grouping in bits 6-7), u8 element width, u16 chain depth (0 for a full chunk, the base's
-// depth + 1 for a delta: how many chunks a read decodes after this one; at least 2 for a delta
-// that needs its base's base), u64 raw size, then for a delta the
-// 32-byte SHA-256 of the base chunk's raw bytes, then one zstd frame (with its checksum) of
-// raw-size bytes; a stored chunk has the raw bytes themselves instead of the frame.
+// grouped ones, "RKC4" for grouped ones with their class counts, so that an older build refuses
+// them as newer instead of misreading them), u8 form (its grouping in bits 6-7), u8 element
+// width, u16 chain depth (0 for a full chunk, the base's depth + 1 for a delta: how many chunks a
+// read decodes after this one; at least 2 for a delta that needs its base's base), u64 raw size,
+// then for a delta the 32-byte SHA-256 of the base chunk's raw bytes, then one zstd frame (with
+// its checksum) of raw-size bytes, after an RKC4 chunk's 128 class counts (u32 each: how many
+// residuals each class holds, which spares the decoder counting them); a stored chunk has the
+// raw bytes themselves instead of the frame.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -68,10 +70,11 @@ enum class ChunkGrouping : uint8_t { kNone = 0, kByExponent = 1, kByStep = 2 };
 struct ChunkHeader {
   ChunkForm form = ChunkForm::kFull;
   ChunkGrouping grouping = ChunkGrouping::kNone;
-  int element_width = 1;    // 1, 2, 4 or 8 bytes
-  int depth = 0;            // 0 for a full chunk; a delta's base's depth + 1
-  uint64_t raw_size = 0;    // a multiple of element_width
-  std::string base_sha256;  // delta only: 64 hex digits of the base chunk's raw bytes
+  int element_width = 1;      // 1, 2, 4 or 8 bytes
+  int depth = 0;              // 0 for a full chunk; a delta's base's depth + 1
+  uint64_t raw_size = 0;      // a multiple of element_width
+  std::string base_sha256;    // delta only: 64 hex digits of the base chunk's raw bytes
+  bool class_counts = false;  // RKC4: the frame starts with the grouped residuals' class counts
 };
 
 // The base of a delta: its raw bytes, its own chain depth, and its address (64 hex digits) when
@@ -104,6 +107,9 @@ struct ChunkEncodeOptions {
   int zstd_level = 1;
   bool compress = true;  // false: kStored, and no delta
   DeltaCoding coding = DeltaCoding::kAuto;
+  // A grouped delta records its classes' counts (RKC4), which the decoder then need not count;
+  // false writes RKC3, as builds before them did (for tests of such chunks).
+  bool record_class_counts = true;
 };
 
 // Encodes `raw` (whole elements of `element_width` bytes) alone when `base` is null, else as a

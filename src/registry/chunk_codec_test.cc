@@ -170,29 +170,92 @@ TEST(ChunkCodecTest, GroupedDeltasAreTheDocumentedLayout) {
     const DeltaBase b{base, 1, {}, with_before ? std::string_view(before) : ""};
     ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
     ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(delta, "c"));
-    EXPECT_EQ(delta.substr(0, 4), "RKC3");
+    EXPECT_EQ(delta.substr(0, 4), "RKC4");
+    EXPECT_TRUE(h.class_counts);
     EXPECT_EQ(h.grouping, with_before ? ChunkGrouping::kByStep : ChunkGrouping::kByExponent);
     const std::string predicted =
         h.form == ChunkForm::kLinear ? Extrapolated(base, before, 4) : base;
     const std::string residual = ZigZagDifference(raw, predicted, 4);
     std::vector<std::pair<int, size_t>> order;  // (class, element): sorted, the grouped order
+    std::vector<uint32_t> counts(128);
     for (size_t i = 0; i < n; ++i) {
       const uint32_t w = word(base, i);
       int group = std::clamp(static_cast<int>(w >> 23 & 0xff) - 116, 0, 7);
       if (with_before) group += 8 * step_band(w, word(before, i));
       order.emplace_back(group, i);
+      ++counts[static_cast<size_t>(group)];
     }
     std::sort(order.begin(), order.end());
     std::string grouped;
     for (const auto& [group, i] : order) grouped += residual.substr(4 * i, 4);
-    ASSERT_OK_AND_ASSIGN(std::string planes,
-                         ZstdDecompress(delta.substr(16 + 32), raw.size(), "c"));
-    EXPECT_EQ(planes, Planes(grouped, 4)) << "with before: " << with_before;
+    // The frame: the 128 classes' counts (four bytes each), then the planes.
+    ASSERT_OK_AND_ASSIGN(std::string frame,
+                         ZstdDecompress(delta.substr(16 + 32), 512 + raw.size(), "c"));
+    ASSERT_EQ(frame.size(), 512 + raw.size());
+    for (size_t c = 0; c < counts.size(); ++c) {
+      EXPECT_EQ(word(frame, c), counts[c]) << "class " << c;
+    }
+    EXPECT_EQ(frame.substr(512), Planes(grouped, 4)) << "with before: " << with_before;
     ASSERT_OK_AND_ASSIGN(
         std::string back,
         DecodeChunk(delta, base, "c", with_before ? std::string_view(before) : ""));
     EXPECT_EQ(back, raw);
+    // As builds before the counts wrote it: the planes alone, under RKC3.
+    ChunkEncodeOptions old;
+    old.record_class_counts = false;
+    ASSERT_OK_AND_ASSIGN(std::string uncounted, EncodeChunk(raw, 4, &b, old));
+    EXPECT_EQ(uncounted.substr(0, 4), "RKC3");
+    ASSERT_OK_AND_ASSIGN(std::string planes,
+                         ZstdDecompress(uncounted.substr(16 + 32), raw.size(), "c"));
+    EXPECT_EQ(planes, frame.substr(512));
+    ASSERT_OK_AND_ASSIGN(
+        back, DecodeChunk(uncounted, base, "c", with_before ? std::string_view(before) : ""));
+    EXPECT_EQ(back, raw);
   }
+}
+
+// A grouped delta's recorded counts that are not its base's classes' (they sum to the chunk's
+// elements, or not): DataLoss, not a read past the planes (the sanitizer builds run this too).
+TEST(ChunkCodecTest, ClassCountsThatAreNotTheBasesAreDataLoss) {
+  const std::string before = AsBytes(Weights(3000, 90));
+  const std::string base = AsBytes(FineTuned(Weights(3000, 90), 1e-3, 91));
+  const std::string raw = AsBytes(FineTuned(Weights(3000, 90), 2e-3, 92));
+  const DeltaBase b{base, 1, {}, before};
+  ASSERT_OK_AND_ASSIGN(std::string delta, EncodeChunk(raw, 4, &b));
+  ASSERT_OK_AND_ASSIGN(ChunkHeader h, ReadChunkHeader(delta, "c"));
+  ASSERT_TRUE(h.class_counts);
+  ASSERT_OK_AND_ASSIGN(std::string frame, ZstdDecompress(delta.substr(48), 512 + 12000, "c"));
+  const auto with_frame = [&](const std::string& f) {
+    std::string out = delta.substr(0, 48);
+    EXPECT_OK(ZstdCompressAppend(f, ZstdOptions{1}, &out));
+    return out;
+  };
+  const auto count_at = [&](const std::string& f, size_t c) {
+    uint32_t v;
+    std::memcpy(&v, f.data() + 4 * c, 4);
+    return v;
+  };
+  const auto set_count = [&](std::string* f, size_t c, uint32_t v) {
+    std::memcpy(f->data() + 4 * c, &v, 4);
+  };
+  size_t largest = 0;
+  for (size_t c = 1; c < 128; ++c)
+    largest = count_at(frame, c) > count_at(frame, largest) ? c : largest;
+  std::string moved = frame;  // one element counted in another class: the sum still right
+  set_count(&moved, largest, count_at(frame, largest) - 1);
+  set_count(&moved, (largest + 1) % 128, count_at(frame, (largest + 1) % 128) + 1);
+  std::string all_first = frame;  // every element in class 0: reads run past class 0's part
+  for (size_t c = 0; c < 128; ++c) set_count(&all_first, c, c == 0 ? 3000 : 0);
+  std::string too_many = frame;
+  set_count(&too_many, largest, count_at(frame, largest) + 1);
+  for (const std::string* f : {&moved, &all_first, &too_many}) {
+    Result<std::string> r = DecodeChunk(with_frame(*f), base, "tensor w chunk 1", before);
+    EXPECT_STATUS(r, StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("tensor w chunk 1"), std::string::npos)
+        << r.status().message();
+  }
+  ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(with_frame(frame), base, "c", before));
+  EXPECT_EQ(back, raw);
 }
 
 // Grouping is for four-byte elements and needs what its classes come from.
@@ -431,7 +494,9 @@ TEST(ChunkCodecTest, DamagedChunksAreDataLossNamingTheChunk) {
   EXPECT_NE(truncated.status().message().find("tensor w chunk 2"), std::string::npos);
   EXPECT_STATUS(DecodeChunk(enc.substr(0, 10), "", "c"), StatusCode::kDataLoss);
   EXPECT_STATUS(DecodeChunk("XKC1" + enc.substr(4), "", "c"), StatusCode::kDataLoss);
-  EXPECT_STATUS(DecodeChunk("RKC4" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC5" + enc.substr(4), "", "c"), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(DecodeChunk("RKC4" + enc.substr(4), "", "c"), StatusCode::kDataLoss)
+      << "a whole chunk under the counted grouped forms' magic";
   EXPECT_STATUS(DecodeChunk("RKC3" + enc.substr(4), "", "c"), StatusCode::kDataLoss)
       << "a whole chunk under the grouped forms' magic";
   EXPECT_STATUS(DecodeChunk("RKC2" + enc.substr(4), "", "c"), StatusCode::kDataLoss)

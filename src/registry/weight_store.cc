@@ -434,8 +434,8 @@ Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& c
 }  // namespace
 
 // Decodes a fetched chain (DecodeChainInto) into out[0, size), and the link before the last into
-// `before` when given, and checks only the result; only a mismatch pays for decoding link by link
-// to name the damaged chunk.
+// `before` when given, and checks only the result; only a damaged chain pays for decoding link by
+// link to name the damaged chunk.
 Status WeightStore::DecodeFetched(const std::vector<std::pair<std::string, std::string>>& chain,
                                   const std::string& sha256, const std::string& what, Verify verify,
                                   char* out, size_t size, char* before) const {
@@ -444,11 +444,15 @@ Status WeightStore::DecodeFetched(const std::vector<std::pair<std::string, std::
   // A chain whose result is checked against its address needs no zstd checksums on the way.
   const ZstdChecksum checksum =
       verify == Verify::kAddress ? ZstdChecksum::kSkip : ZstdChecksum::kVerify;
-  REEL_RETURN_IF_ERROR(DecodeChainInto(links, what, out, size, before, checksum));
-  if (verify == Verify::kAddress && Sha256Hex(std::string_view(out, size)) != sha256) {
+  Status decoded = DecodeChainInto(links, what, out, size, before, checksum);
+  // A damaged link can show as such (a frame zstd refuses, a grouped link's class counts that
+  // are not its base's) or as other bytes: either way the link is named.
+  if (decoded.code() == StatusCode::kDataLoss ||
+      (decoded.ok() && verify == Verify::kAddress &&
+       Sha256Hex(std::string_view(out, size)) != sha256)) {
     return FindDamagedLink(chain, what);
   }
-  return Status::Ok();
+  return decoded;
 }
 
 Status WeightStore::ReadChunk(const std::string& sha256, const std::string& what, Verify verify,
