@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,30 @@ double OpensslSha256MBps(const std::string& log) {
   return colon == std::string::npos ? 0 : std::atof(out->c_str() + colon + 1) / 1e6;
 }
 
+// `ours` against `reel storage cp` of `file` (to work/copied/COPY_NAME), alternated `repeat`
+// times so that both see the same page cache and disk: the median seconds of each. `ours(i)`
+// does its own set-up, syncs, and returns the seconds of the part that counts; cp runs after a
+// sync too.
+Result<std::pair<double, double>> AgainstStorageCp(const std::string& file,
+                                                   const std::string& copy_name,
+                                                   const std::string& work,
+                                                   const std::string& reel_cli, int repeat,
+                                                   const std::function<Result<double>(int)>& ours) {
+  using reel::testing::ShellQuote;
+  const std::string cp = ShellQuote(reel_cli) + " storage cp -q " + ShellQuote(file) + " " +
+                         ShellQuote(work + "/copied/" + copy_name);
+  std::vector<double> times, copies;
+  for (int i = 0; i < repeat; ++i) {
+    REEL_ASSIGN_OR_RETURN(double seconds, ours(i));
+    times.push_back(seconds);
+    ::sync();
+    const Clock::time_point start = Clock::now();
+    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
+    copies.push_back(SecondsSince(start));
+  }
+  return std::make_pair(Median(times), Median(copies));
+}
+
 // The pull of `row`'s version into a safetensors file as `reel models export` writes it (fsynced,
 // as `reel storage cp` writes), checked bit for bit against the file registered, against `reel
 // storage cp` of that file.
@@ -73,26 +98,19 @@ Result<std::pair<double, double>> PullAndCopySeconds(Registry& registry, const V
                                                      const std::string& reel_cli, int repeat) {
   REEL_ASSIGN_OR_RETURN(std::string expected, ReadFile(row.path));
   REEL_ASSIGN_OR_RETURN(auto out, reel::storage::LocalStore::Open(work + "/pulled"));
-  const std::string cp = reel::testing::ShellQuote(reel_cli) + " storage cp -q " +
-                         reel::testing::ShellQuote(row.path) + " " +
-                         reel::testing::ShellQuote(work + "/copied/" + row.label + ".safetensors");
-  std::vector<double> pulls, copies;
-  for (int i = 0; i < repeat; ++i) {  // alternating, so both see the same page cache and disk
+  const std::string name = row.label + ".safetensors";
+  return AgainstStorageCp(row.path, name, work, reel_cli, repeat, [&](int) -> Result<double> {
     ::sync();
-    Clock::time_point start = Clock::now();
+    const Clock::time_point start = Clock::now();
     REEL_ASSIGN_OR_RETURN(VersionInfo v, registry.Get(row.info.id.ToString()));
-    REEL_ASSIGN_OR_RETURN(auto writer, out->OpenWriter(row.label + ".safetensors"));
+    REEL_ASSIGN_OR_RETURN(auto writer, out->OpenWriter(name));
     REEL_RETURN_IF_ERROR(registry.PullWeightsTo(v, *writer));
     REEL_RETURN_IF_ERROR(writer->Close());
-    pulls.push_back(SecondsSince(start));
-    REEL_ASSIGN_OR_RETURN(std::string bytes, out->Get(row.label + ".safetensors"));
+    const double seconds = SecondsSince(start);
+    REEL_ASSIGN_OR_RETURN(std::string bytes, out->Get(name));
     if (bytes != expected) return reel::DataLossError(row.label + ": the pull differs");
-    ::sync();
-    start = Clock::now();
-    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
-    copies.push_back(SecondsSince(start));
-  }
-  return std::make_pair(Median(pulls), Median(copies));
+    return seconds;
+  });
 }
 
 // The same pull as the command a user runs, `reel models export` (so a process start, as the
@@ -102,28 +120,22 @@ Result<std::pair<double, double>> ExportAndCopySeconds(const VersionRow& row,
                                                        const std::string& reel_cli, int repeat) {
   using reel::testing::ShellQuote;
   REEL_ASSIGN_OR_RETURN(std::string expected, ReadFile(row.path));
-  const std::string cp = ShellQuote(reel_cli) + " storage cp -q " + ShellQuote(row.path) + " " +
-                         ShellQuote(work + "/copied/" + row.label + ".safetensors");
-  std::vector<double> exports, copies;
-  for (int i = 0; i < repeat; ++i) {
+  const std::string name = row.label + ".safetensors";
+  return AgainstStorageCp(row.path, name, work, reel_cli, repeat, [&](int i) -> Result<double> {
     const std::string dir = work + "/exported-" + std::to_string(i);
     ::sync();
-    Clock::time_point start = Clock::now();
+    const Clock::time_point start = Clock::now();
     REEL_RETURN_IF_ERROR(Shell(ShellQuote(reel_cli) + " models export " +
                                    ShellQuote(row.info.id.ToString()) + " " + ShellQuote(dir) +
                                    " --registry " + ShellQuote(work + "/registry"),
                                work + "/peers.log")
                              .status());
-    exports.push_back(SecondsSince(start));
+    const double seconds = SecondsSince(start);
     REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir + "/model.safetensors"));
     if (bytes != expected) return reel::DataLossError(row.label + ": the export differs");
     std::filesystem::remove_all(dir);
-    ::sync();
-    start = Clock::now();
-    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
-    copies.push_back(SecondsSince(start));
-  }
-  return std::make_pair(Median(exports), Median(copies));
+    return seconds;
+  });
 }
 
 // The version most of whose bytes sit deepest in delta chains: the slowest to pull.
@@ -209,26 +221,20 @@ Result<std::pair<double, double>> UncompressedPushAndCopySeconds(
     const std::string& work, const std::string& reel_cli, int repeat) {
   reel::registry::WeightStoreOptions off;
   off.compress = false;
-  const std::string cp = reel::testing::ShellQuote(reel_cli) + " storage cp -q " +
-                         reel::testing::ShellQuote(changed_path) + " " +
-                         reel::testing::ShellQuote(work + "/copied/uncompressed.safetensors");
-  std::vector<double> pushes, copies;
-  for (int i = 0; i < repeat; ++i) {
-    const std::string folder = work + "/uncompressed-" + std::to_string(i);
-    REEL_ASSIGN_OR_RETURN(auto local, reel::storage::LocalStore::Open(folder));
-    reel::registry::WeightStore store(std::move(local), "", off);
-    REEL_ASSIGN_OR_RETURN(reel::registry::WeightManifest base, store.Push(parent, nullptr));
-    ::sync();
-    Clock::time_point start = Clock::now();
-    REEL_RETURN_IF_ERROR(store.Push(changed, &base).status());
-    pushes.push_back(SecondsSince(start));
-    ::sync();
-    start = Clock::now();
-    REEL_RETURN_IF_ERROR(Shell(cp, work + "/peers.log").status());
-    copies.push_back(SecondsSince(start));
-    std::filesystem::remove_all(folder);
-  }
-  return std::make_pair(Median(pushes), Median(copies));
+  return AgainstStorageCp(
+      changed_path, "uncompressed.safetensors", work, reel_cli, repeat,
+      [&](int i) -> Result<double> {
+        const std::string folder = work + "/uncompressed-" + std::to_string(i);
+        REEL_ASSIGN_OR_RETURN(auto local, reel::storage::LocalStore::Open(folder));
+        reel::registry::WeightStore store(std::move(local), "", off);
+        REEL_ASSIGN_OR_RETURN(reel::registry::WeightManifest base, store.Push(parent, nullptr));
+        ::sync();
+        const Clock::time_point start = Clock::now();
+        REEL_RETURN_IF_ERROR(store.Push(changed, &base).status());
+        const double seconds = SecondsSince(start);
+        std::filesystem::remove_all(folder);
+        return seconds;
+      });
 }
 
 // Median wall and CPU MB/s of the pushes of `rows`, and borg's median MB/s on the same files.

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "base/files.h"
 #include "base/progress.h"
 #include "registry/views.h"
 #include "storage/local_store.h"
@@ -229,12 +228,11 @@ Status ExportVersion(const VersionInfo& v, const std::string& dir,
                               " already holds an export (model.safetensors); choose an "
                               "empty folder");
   }
-  fs::create_directories(dir, ec);
-  if (ec) return UnavailableError("cannot create " + dir + ": " + ec.message());
+  // The folder (created when missing) as a store: each file written whole under a temporary
+  // name, fsynced and renamed.
   REEL_ASSIGN_OR_RETURN(auto folder, storage::LocalStore::Open(fs::absolute(dir).string()));
-  REEL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/config.yaml", ExportConfig(v)));
-  REEL_RETURN_IF_ERROR(
-      WriteFileAtomically(dir + "/version.json", registry::VersionJson(v).dump(2)));
+  REEL_RETURN_IF_ERROR(folder->Put("config.yaml", ExportConfig(v)));
+  REEL_RETURN_IF_ERROR(folder->Put("version.json", registry::VersionJson(v).dump(2)));
   // Last: its presence marks a complete export.
   REEL_ASSIGN_OR_RETURN(auto weights, folder->OpenWriter("model.safetensors"));
   REEL_RETURN_IF_ERROR(write_weights(*weights));

@@ -8,12 +8,12 @@
 #include <array>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "base/allocator.h"
 #include "base/hash.h"
 #include "base/zstd.h"
 
@@ -366,33 +366,23 @@ std::optional<ClassCounts> GetClassCounts(const uint8_t* in, size_t n) {
 }
 
 // A thread's scratch, kept from chunk to chunk (a fresh buffer per 4 MiB chunk costs more in page
-// faults than the work it holds), grown when a chunk needs more and never zeroed: resizing a
-// string or a vector zero-fills what it grows by, and a pull's chunks alternate between sizes (a
-// tensor's last chunk is shorter), which cost a memset of up to 4 MiB a buffer a link.
+// faults than the work it holds) and never zeroed: a pull's chunks alternate between sizes (a
+// tensor's last chunk is shorter), and a string or plain vector zero-filled up to 4 MiB a buffer
+// a link as it grew back.
 template <typename T>
-class GrowOnly {
- public:
-  T* Get(size_t n) {
-    if (n > capacity_) {
-      data_.reset(new T[n]);
-      capacity_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<T[]> data_;
-  size_t capacity_ = 0;
-};
+T* ScratchOf(UninitializedVector<T>& buffer, size_t n) {
+  buffer.resize(n);
+  return buffer.data();
+}
 
 struct GroupScratch {
   uint8_t* classes;
   uint32_t *grouped, *residuals;  // grouped: 2n words (GroupedPlanes says why)
 };
 GroupScratch Scratch(size_t n) {
-  thread_local GrowOnly<uint8_t> classes;
-  thread_local GrowOnly<uint32_t> grouped, residuals;
-  return {classes.Get(n), grouped.Get(2 * n), residuals.Get(n)};
+  thread_local UninitializedVector<uint8_t> classes;
+  thread_local UninitializedVector<uint32_t> grouped, residuals;
+  return {ScratchOf(classes, n), ScratchOf(grouped, 2 * n), ScratchOf(residuals, n)};
 }
 
 // Each element's residual against its prediction, or back: one kernel both ways, as the planes'
@@ -452,8 +442,10 @@ bool GroupedPlanes(const uint8_t* in, const uint8_t* base, const uint8_t* before
     // Counts that are not the classes' make a class read past its part, at worst n words past
     // the end: Scratch keeps 2n words there.
     for (size_t i = 0; i < n; ++i) words[i] = grouped[next[classes[i]]++];
-    for (size_t c = 0; c < next.size(); ++c) {
-      if (next[c] - starts[c] != (*count)[c]) return false;
+    if (counts != nullptr) {  // counted here, they hold by construction
+      for (size_t c = 0; c < next.size(); ++c) {
+        if (next[c] - starts[c] != (*count)[c]) return false;
+      }
     }
     ResidualWords<false, kOp>(reinterpret_cast<const uint8_t*>(words), base, before, n, out);
     return true;
@@ -717,8 +709,8 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
   }
   // The frame's bytes: an RKC4 chunk's class counts, then the planes.
   const size_t counts_bytes = class_counts ? kClassCountBytes : 0;
-  thread_local GrowOnly<char> scratch;
-  char* frame = scratch.Get(counts_bytes + raw.size());
+  thread_local UninitializedVector<char> scratch;
+  char* frame = ScratchOf(scratch, counts_bytes + raw.size());
   ToPlanes(form, grouping, raw, element_width, delta_base, frame + counts_bytes,
            class_counts ? frame : nullptr);
   // A small match-finder table: the planes are mostly noise, where zstd's matches cost more than
@@ -846,8 +838,8 @@ Status DecodeWhole(std::string_view encoded, const ChunkHeader& h, std::string_v
     std::memcpy(out, body.data(), body.size());
     return Status::Ok();
   }
-  thread_local GrowOnly<char> scratch;
-  char* planes = scratch.Get(h.raw_size);
+  thread_local UninitializedVector<char> scratch;
+  char* planes = ScratchOf(scratch, h.raw_size);
   REEL_RETURN_IF_ERROR(
       ZstdDecompressInto(encoded.substr(BodyOffset(h.form)), planes, h.raw_size, what, checksum));
   PlanesFor<false>(h.element_width, ChunkForm::kFull)(
@@ -860,9 +852,9 @@ Status DecodeWhole(std::string_view encoded, const ChunkHeader& h, std::string_v
 Status DecodeXorChain(const std::vector<std::string_view>& chain,
                       const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
                       size_t size, ZstdChecksum checksum) {
-  thread_local GrowOnly<char> planes_scratch, link_scratch;
-  char* planes = planes_scratch.Get(size);
-  char* link = link_scratch.Get(size);
+  thread_local UninitializedVector<char> planes_scratch, link_scratch;
+  char* planes = ScratchOf(planes_scratch, size);
+  char* link = ScratchOf(link_scratch, size);
   const ChunkHeader& first = headers[0];
   if (first.form == ChunkForm::kStored) {
     REEL_ASSIGN_OR_RETURN(std::string_view body, StoredBody(chain.front(), first, what));
@@ -889,10 +881,11 @@ Status DecodeXorChain(const std::vector<std::string_view>& chain,
 Status DecodeLinkByLink(const std::vector<std::string_view>& chain,
                         const std::vector<ChunkHeader>& headers, std::string_view what, char* out,
                         size_t size, char* before, ZstdChecksum checksum) {
-  thread_local GrowOnly<char> links[3], planes_scratch;
+  thread_local UninitializedVector<char> links[3], frame_scratch;
   const size_t last = chain.size() - 1;  // at least 1 here
-  const auto target = [&](size_t k) { return k == last ? out : links[k % 3].Get(size); };
-  char* frame = planes_scratch.Get(size + kClassCountBytes);
+  // The same size every call of one chain: no link's buffer moves while the chain decodes.
+  const auto target = [&](size_t k) { return k == last ? out : ScratchOf(links[k % 3], size); };
+  char* frame = ScratchOf(frame_scratch, size + kClassCountBytes);
   const char* previous = target(0);
   REEL_RETURN_IF_ERROR(DecodeWhole(chain[0], headers[0], what, target(0), checksum));
   const char* previous2 = nullptr;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <thread>
 
+#include "base/allocator.h"
 #include "base/sync_point.h"
 #include "base/thread_pool.h"
 #include "registry/weight_store.h"
@@ -159,28 +159,41 @@ void FillOutsideTensors(const models::SafetensorsLayout& layout, const WeightMan
 
 }  // namespace
 
-Status WeightStore::PullTo(const WeightManifest& manifest, storage::ObjectWriter& out) const {
-  std::map<std::string, models::TensorSpec> specs;
-  for (const auto& [name, t] : manifest.tensors) specs[name] = {t.dtype, t.shape};
-  REEL_ASSIGN_OR_RETURN(models::SafetensorsLayout layout,
-                        models::LayOutSafetensors(specs, manifest.metadata));
-  // Not zeroed: the decodes write every byte of the tensors, FillOutsideTensors the rest.
-  const std::unique_ptr<char[]> file(new char[layout.file_size]);
+// PullTo's work, into `file` (layout.file_size bytes).
+Status WeightStore::PullInto(const WeightManifest& manifest,
+                             const models::SafetensorsLayout& layout, char* file,
+                             storage::ObjectWriter& out) const {
   REEL_ASSIGN_OR_RETURN(std::vector<PullPiece> pieces,
                         PlanPull(manifest, [&](const std::string& name, const TensorEntry&) {
-                          return file.get() + layout.offsets.at(name);
+                          return file + layout.offsets.at(name);
                         }));
-  FillOutsideTensors(layout, manifest, file.get());
+  FillOutsideTensors(layout, manifest, file);
   std::vector<uint64_t> ends;
   ends.reserve(pieces.size());
-  for (const PullPiece& p : pieces) ends.push_back(p.out + p.chunk->size - file.get());
-  FrontWriter writer(file.get(), std::move(ends), out);
+  for (const PullPiece& p : pieces) ends.push_back(p.out + p.chunk->size - file);
+  FrontWriter writer(file, std::move(ends), out);
   REEL_RETURN_IF_ERROR(ParallelFor(Threads(), pieces.size(), [&](size_t i) -> Status {
     REEL_SYNC_POINT("WeightStore::PullTo:Filling");
     REEL_RETURN_IF_ERROR(FillPiece(pieces[i], {}));
     return writer.Done(i);
   }));
   return writer.Finish(layout.file_size);
+}
+
+Status WeightStore::PullTo(const WeightManifest& manifest, storage::ObjectWriter& out) const {
+  std::map<std::string, models::TensorSpec> specs;
+  for (const auto& [name, t] : manifest.tensors) specs[name] = {t.dtype, t.shape};
+  REEL_ASSIGN_OR_RETURN(models::SafetensorsLayout layout,
+                        models::LayOutSafetensors(specs, manifest.metadata));
+  // The file's bytes, filled in place: AppendInPlace neither zeroes them first (the decodes write
+  // every tensor byte, FillOutsideTensors the rest) nor faults them in 4 KiB at a time.
+  std::string file;
+  Status status;
+  AppendInPlace(&file, layout.file_size, [&](char* data, size_t size) -> size_t {
+    status = PullInto(manifest, layout, data, out);
+    return status.ok() ? size : 0;
+  });
+  return status;
 }
 
 }  // namespace reel::registry

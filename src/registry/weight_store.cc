@@ -417,9 +417,17 @@ Status FindDamagedLink(const std::vector<std::pair<std::string, std::string>>& c
                        const std::string& what) {
   std::string raw, base, before;  // this link's, the one before's, and the one before that's
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    REEL_ASSIGN_OR_RETURN(ChunkHeader h, ReadChunkHeader(it->second, what));
-    REEL_ASSIGN_OR_RETURN(raw,
-                          DecodeChunk(it->second, base, what, NeedsBaseBefore(h) ? before : ""));
+    // A link that does not decode against the links below it (a damaged frame or header) is the
+    // damaged one as much as a link that decodes to other bytes.
+    Result<ChunkHeader> h = ReadChunkHeader(it->second, what);
+    Result<std::string> decoded =
+        h.ok() ? DecodeChunk(it->second, base, what, NeedsBaseBefore(*h) ? before : "")
+               : Result<std::string>(h.status());
+    if (!decoded.ok()) {
+      return DataLossError(what + ": chunk " + it->first + " is damaged (" +
+                           std::string(decoded.status().message()) + ")");
+    }
+    raw = std::move(decoded).value();
     const std::string got = Sha256Hex(raw);
     if (got != it->first) {
       return DataLossError(what + ": chunk " + it->first + " holds other bytes (SHA-256 " + got +

@@ -170,6 +170,8 @@ class WeightStore {
   Result<std::vector<PullPiece>> PlanPull(
       const WeightManifest& manifest,
       const std::function<char*(const std::string& name, const TensorEntry& t)>& place) const;
+  Status PullInto(const WeightManifest& manifest, const models::SafetensorsLayout& layout,
+                  char* file, storage::ObjectWriter& out) const;
   Status FillPiece(const PullPiece& piece,
                    const std::map<std::string, std::string_view>& given) const;
   Result<std::string> DeltaOnParent(PushPiece& piece, const ChunkEncodeOptions& encode) const;

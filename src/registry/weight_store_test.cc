@@ -196,6 +196,31 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
   EXPECT_EQ(first.tensors.at("w").data, raws[0]);
 }
 
+// A link whose header no longer fits the links below it (its raw size damaged) is named too,
+// as DataLoss: not the InvalidArgument its decode against a base of another size gives.
+TEST_F(WeightStoreTest, ALinkThatNoLongerFitsItsChainIsNamed) {
+  WeightStore store(mem_, "", WeightStoreOptions{});
+  SafetensorsFile model;
+  model.tensors["w"] = Floats({1000}, 5);
+  std::vector<WeightManifest> versions;
+  for (int v = 0; v < 3; ++v) {
+    if (v > 0) model.tensors["w"] = Moved(model.tensors["w"], 1e-3, 300 + v);
+    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
+    versions.push_back(m);
+  }
+  const ChunkRef middle = versions[1].tensors.at("w").chunks[0];
+  ASSERT_OK_AND_ASSIGN(std::string enc, mem_->Get(store.ChunkKey(middle.sha256)));
+  enc[8] = static_cast<char>(enc[8] + 4);  // the raw size's low byte: one element more
+  ASSERT_OK(mem_->Put(store.ChunkKey(middle.sha256), enc));
+  for (int v : {1, 2}) {
+    Result<SafetensorsFile> r = store.Pull(versions[v]);
+    EXPECT_STATUS(r, StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("chunk " + middle.sha256 + " is damaged"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST_F(WeightStoreTest, WithCompressionOffChunksAreStoredAsTheyAre) {
   WeightStoreOptions off = Options();
   off.compress = false;
