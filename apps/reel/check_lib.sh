@@ -51,4 +51,4 @@ wait_for_checkpoint() {
   return 1
 }
 # The processes of `reel train --config $WORK/NAME.yaml` (a job's workers), for SIGSTOP/SIGCONT.
-trainers_of() { pgrep -f -- "^[^ ]*reel train --config $WORK/$1.yaml"; }
+trainers_of() { pgrep -f -- "^[^ ]*reel(-torch)? train --config $WORK/$1.yaml"; }

@@ -65,7 +65,22 @@ check "and creates nothing" test -z "$(ls -A "$WORK/ui-empty" | grep -v -e out.t
 
 # --help lists exactly the commands that exist (README and docs promise no others).
 listed=$("$REEL" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && NF {print $1}' | tr '\n' ' ')
-check "--help lists exactly storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched ui" \
-  test "$listed" = "storage smoke datagen ingest train eval models registry serve predict features pipeline scheduler jobs nodes sched ui "
+check "--help lists exactly storage smoke datagen ingest train eval serve predict features models registry pipeline scheduler jobs nodes sched ui" \
+  test "$listed" = "storage smoke datagen ingest train eval serve predict features models registry pipeline scheduler jobs nodes sched ui "
+
+# reel links no LibTorch (loading it costs a process 0.4 s) and hands LibTorch's commands to
+# reel-torch beside it, which answers as reel would: its help, its errors, its exit codes.
+needed() { objdump -p "$1" | awk '$1 == "NEEDED" {print $2}'; }
+check "reel links no LibTorch" bash -c "! grep -Eq 'libtorch|libc10' <<< \"$(needed "$REEL")\""
+check "reel-torch beside it does" grep -q libtorch_cpu <<< "$(needed "$(dirname "$REEL")/reel-torch")"
+check "reel train --help is train's own" bash -c "'$REEL' train --help | grep -q -- '--resume'"
+"$REEL" --log-level warn eval --config "$WORK/missing.yaml" > /dev/null 2> "$WORK/err"; code=$?
+check "eval after a global option is handed over: exit 2" test "$code" -eq 2
+check "with eval's message" grep -q "^reel eval: .*missing.yaml" "$WORK/err"
+mkdir -p "$WORK/alone" && cp "$REEL" "$WORK/alone/reel"
+"$WORK/alone/reel" train --config "$WORK/missing.yaml" 2> "$WORK/err"; code=$?
+check "without reel-torch beside it, train exits 6" test "$code" -eq 6
+check "naming the program it looked for" grep -q "^reel train: .*cannot start $WORK/alone/reel-torch" "$WORK/err"
+check "and the other commands still run" "$WORK/alone/reel" storage ls "$WORK"
 
 finish

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,21 +19,45 @@ void RegisterStorage(CLI::App& app, int* exit_code);
 void RegisterSmoke(CLI::App& app, int* exit_code);
 void RegisterIngest(CLI::App& app, int* exit_code);
 void RegisterDatagen(CLI::App& app, int* exit_code);
-void RegisterTrain(CLI::App& app, int* exit_code);     // reel train and reel eval
 void RegisterModels(CLI::App& app, int* exit_code);    // reel models ...
 void RegisterRegistry(CLI::App& app, int* exit_code);  // reel registry serve|user|grant
-void RegisterServe(CLI::App& app, int* exit_code);     // reel serve (inference)
-void RegisterPredict(CLI::App& app, int* exit_code);   // reel predict (offline inference)
-void RegisterFeatures(CLI::App& app, int* exit_code);  // reel features (embeddings per clip)
 void RegisterPipeline(CLI::App& app, int* exit_code);  // reel pipeline run|retry|ls|status|logs
 void RegisterJobs(CLI::App& app, int* exit_code);  // reel scheduler serve, reel jobs, reel nodes
 void RegisterSimulate(CLI::App& app, int* exit_code);  // reel sched simulate
 void RegisterUi(CLI::App& app, int* exit_code);        // reel ui (the web console)
 
-// For `reel serve` and `reel predict`: when OMP_WAIT_POLICY is unset, sets it to PASSIVE and starts
-// this process again (OpenMP reads it only when loaded). Call first in main; returns for every
-// other command.
-void EnsurePassiveOpenMp(int argc, char** argv);
+// The commands that run LibTorch. Every process that links LibTorch spends 0.4 s in its static
+// initialisers and 290 shared libraries before main, so `reel` does not link it: it hands these
+// commands to `reel-torch`, installed beside it, which has every command.
+struct TorchCommand {
+  const char* name;
+  const char* description;
+  bool internal;  // started by another command, not typed: left out of --help
+};
+inline constexpr TorchCommand kTorchCommands[] = {
+    {"train", "train a video classifier from a YAML config", false},
+    {"eval", "evaluate a checkpoint: top-1/5, per class, video level", false},
+    {"serve", "serve models over KServe v2 HTTP", false},
+    {"serve-stage", "the second stage of a model split by reel serve --stages 2 (internal)", true},
+    {"predict", "classify every video of a folder, prefix, CSV/JSONL list or dataset", false},
+    {"features", "write one embedding per clip of a dataset, for training a head on them", false},
+};
+// kTorchCommands' entry for `name`; a bug (crash) when there is none.
+const TorchCommand& TorchCommandNamed(std::string_view name);
+
+// The subcommand argv names: its first word that is neither an option nor --log-level's value
+// ("" when there is none).
+std::string_view SubcommandOf(int argc, char** argv);
+
+// Called first in main. In `reel`: when argv names a LibTorch command, replaces this process with
+// `reel-torch` and returns only the exit code of a failure to start it (its line printed). In
+// `reel-torch`: for `serve` and `predict` with OMP_WAIT_POLICY unset, sets it to PASSIVE and
+// starts again (OpenMP reads it only when loaded). Returns nothing for every other command.
+std::optional<int> PrepareTorchCommand(int argc, char** argv);
+
+// kTorchCommands: in `reel`, hand-offs listed in --help (torch_handoff.cc); in `reel-torch`, the
+// commands themselves (torch_commands.cc).
+void RegisterTorchCommands(CLI::App& app, int* exit_code);
 
 // The exit code for a failed command: 2 not found, 3 invalid input, 4 permission denied,
 // 5 unavailable, 6 failed precondition, 1 anything else.

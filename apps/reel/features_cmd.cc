@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apps/reel/commands.h"
+#include "apps/reel/torch_commands.h"
 #include "models/cpu_allocator.h"
 #include "serve/features.h"
 #include "serve/model.h"
@@ -61,8 +62,7 @@ int RunFeaturesCommand(const FeaturesFlags& f) {
 void RegisterFeatures(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<FeaturesFlags>();
   serve::FeatureOptions& o = f->options;
-  CLI::App* cmd = app.add_subcommand(
-      "features", "write one embedding per clip of a dataset, for training a head on them");
+  CLI::App* cmd = app.add_subcommand("features", TorchCommandNamed("features").description);
   cmd->add_option("model", f->model, "models:/name@alias, a run, a checkpoint, a .safetensors")
       ->required();
   cmd->add_option("dataset", o.dataset, "the dataset whose clips to embed")->required();

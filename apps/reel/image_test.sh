@@ -61,7 +61,8 @@ podman run --rm "$BASE" true > "$WORK/run.log" 2>&1 || skip "containers cannot r
 # The build stage's output, from the binary under test.
 mkdir -p "$WORK/built/opt/reel/bin"
 strip -o "$WORK/built/opt/reel/bin/reel" "$REEL"
-bash "$SRC/scripts/runtime-packages.sh" "$REEL" > "$WORK/built/opt/reel/runtime-packages.txt"
+strip -o "$WORK/built/opt/reel/bin/reel-torch" "$(dirname "$REEL")/reel-torch"
+bash "$SRC/scripts/runtime-packages.sh" "$(dirname "$REEL")/reel-torch" > "$WORK/built/opt/reel/runtime-packages.txt"
 start=$(date +%s)
 if ! podman build --build-context build="$WORK/built" --build-arg DEBIAN="$BASE" --target runtime \
   -t "$IMAGE" -f "$SRC/Dockerfile" "$SRC" > "$WORK/build.log" 2>&1; then
@@ -76,10 +77,12 @@ check "the image builds (runtime stage)" podman image exists "$IMAGE"
 echo "     | built in $(($(date +%s) - start)) s, $(podman image inspect "$IMAGE" --format '{{.Size}}' | awk '{printf "%.0f MiB", $1 / 1048576}')"
 check "reel --version in it says what it says here" \
   bash -c "[ \"\$(podman run --rm '$IMAGE' reel --version)\" = \"\$('$REEL' --version)\" ]"
-check "every library the binary needs is in the image" \
-  bash -c "! podman run --rm '$IMAGE' sh -c 'ldd /usr/local/bin/reel' | grep 'not found'"
+check "every library the binaries need is in the image" \
+  bash -c "! podman run --rm '$IMAGE' sh -c 'ldd /usr/local/bin/reel /usr/local/bin/reel-torch' | grep 'not found'"
 check "it runs as a user, not root" bash -c "[ \"\$(podman run --rm '$IMAGE' id -u)\" = 1000 ]"
 check "a real command works in it: datagen writes and decodes videos" bash -c "podman run --rm '$IMAGE' sh -c \
   'reel datagen --out d --per-class 1 --classes 2 --width 32 --height 32 --min-frames 8 --max-frames 8 --quiet && ls d/*/*' | grep -c . | grep -qx 2"
+check "and a LibTorch command is handed to reel-torch" \
+  bash -c "podman run --rm '$IMAGE' reel train --help | grep -q -- --resume"
 check "and no compiler or headers" bash -c "[ -z \"\$(podman run --rm '$IMAGE' sh -c 'command -v c++ gcc cmake; test -e /usr/include/torch && echo headers')\" ]"
 finish

@@ -1,10 +1,12 @@
 // reel: the one command line of Reel (storage, smoke, datagen, ingest, train, eval, models,
 // registry, serve, predict, features, pipeline, scheduler, jobs, nodes).
-// Subcommands live one per file; `reel --help` lists exactly these.
+// Subcommands live one per file; `reel --help` lists exactly these. `reel` and `reel-torch` both
+// start here: the LibTorch commands run in `reel-torch` (commands.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "apps/reel/commands.h"
@@ -13,7 +15,7 @@
 #include "base/sync_point.h"
 
 int main(int argc, char** argv) {
-  reel::cli::EnsurePassiveOpenMp(argc, argv);
+  if (std::optional<int> failed = reel::cli::PrepareTorchCommand(argc, argv)) return *failed;
   // Training steps and served batches allocate and free the same large tensors over and over;
   // the heap keeps them instead of the kernel taking them back each time (base/allocator.h).
   reel::RetainFreedHeapMemory();
@@ -36,12 +38,9 @@ int main(int argc, char** argv) {
   reel::cli::RegisterSmoke(app, &exit_code);
   reel::cli::RegisterDatagen(app, &exit_code);
   reel::cli::RegisterIngest(app, &exit_code);
-  reel::cli::RegisterTrain(app, &exit_code);
+  reel::cli::RegisterTorchCommands(app, &exit_code);  // train, eval, serve, predict, features
   reel::cli::RegisterModels(app, &exit_code);
   reel::cli::RegisterRegistry(app, &exit_code);
-  reel::cli::RegisterServe(app, &exit_code);
-  reel::cli::RegisterPredict(app, &exit_code);
-  reel::cli::RegisterFeatures(app, &exit_code);
   reel::cli::RegisterPipeline(app, &exit_code);
   reel::cli::RegisterJobs(app, &exit_code);
   reel::cli::RegisterSimulate(app, &exit_code);

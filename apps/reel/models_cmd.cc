@@ -26,7 +26,7 @@ using registry::Registry;
 using registry::VersionId;
 using registry::VersionInfo;
 
-struct Flags {
+struct ModelsFlags {
   std::string registry = "reel-data/registry", chunks;
   bool json = false;
   // register
@@ -48,7 +48,7 @@ struct Flags {
 
 constexpr std::string_view kModels = "reel models";  // the prefix of its error lines
 
-Result<std::unique_ptr<Registry>> Open(const Flags& f) {
+Result<std::unique_ptr<Registry>> Open(const ModelsFlags& f) {
   return registry::OpenRegistry(f.registry, f.chunks);
 }
 
@@ -59,7 +59,7 @@ std::pair<std::string, std::string> ModelAndBranch(const std::string& text) {
   return {text.substr(0, slash), text.substr(slash + 1)};
 }
 
-int RunRegister(const Flags& f) {
+int RunRegister(const ModelsFlags& f) {
   train::ImportOptions options{f.config, f.with_optimizer};
   Result<registry::NewVersion> nv = train::VersionFromPath(f.path, options);
   if (!nv.ok()) return Fail(kModels, nv.status());
@@ -99,7 +99,7 @@ int RunRegister(const Flags& f) {
   return 0;
 }
 
-int RunList(const Flags& f) {
+int RunList(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   if (f.name.empty()) {
@@ -114,7 +114,7 @@ int RunList(const Flags& f) {
   return f.json ? PrintJson(VersionsJson(*versions)) : (PrintVersions(*versions, *aliases), 0);
 }
 
-int RunShow(const Flags& f) {
+int RunShow(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
@@ -124,7 +124,7 @@ int RunShow(const Flags& f) {
   return f.json ? PrintJson(registry::VersionJson(*v)) : (PrintVersion(*v, *aliases), 0);
 }
 
-int RunLog(const Flags& f) {
+int RunLog(const ModelsFlags& f) {
   auto [model, branch] = ModelAndBranch(f.name);
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
@@ -138,7 +138,7 @@ int RunLog(const Flags& f) {
   return f.json ? PrintJson(LogJson(*log)) : (PrintLog(model, branch, *log, versions), 0);
 }
 
-int RunDiff(const Flags& f) {
+int RunDiff(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> a = (*reg)->Get(f.uris.at(0));
@@ -151,7 +151,7 @@ int RunDiff(const Flags& f) {
 }
 
 // Registers a merge's or rebase's weights on --into NAME/BRANCH, else on `home`'s branch.
-int RegisterCombined(Registry& reg, const Flags& f, const VersionInfo& home,
+int RegisterCombined(Registry& reg, const ModelsFlags& f, const VersionInfo& home,
                      registry::MergeOutcome outcome, std::vector<VersionId> parents,
                      const std::string& message) {
   registry::NewVersion nv;
@@ -178,7 +178,7 @@ int RegisterCombined(Registry& reg, const Flags& f, const VersionInfo& home,
   return 0;
 }
 
-int RunMerge(const Flags& f) {
+int RunMerge(const ModelsFlags& f) {
   Result<registry::MergeStrategy> strategy = registry::ParseMergeStrategy(f.strategy);
   if (!strategy.ok()) return Fail(kModels, strategy.status());
   auto reg = Open(f);
@@ -196,7 +196,7 @@ int RunMerge(const Flags& f) {
 }
 
 // --from, else the common ancestor of the tip and the new base.
-Result<VersionInfo> OldBase(Registry& reg, const Flags& f, const VersionInfo& tip,
+Result<VersionInfo> OldBase(Registry& reg, const ModelsFlags& f, const VersionInfo& tip,
                             const VersionInfo& onto) {
   if (!f.old_base.empty()) return reg.Get(f.old_base);
   REEL_ASSIGN_OR_RETURN(std::optional<VersionId> lca,
@@ -208,7 +208,7 @@ Result<VersionInfo> OldBase(Registry& reg, const Flags& f, const VersionInfo& ti
   return reg.Get(*lca);
 }
 
-int RunRebase(const Flags& f) {
+int RunRebase(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> tip = (*reg)->Get(f.uri);
@@ -224,7 +224,7 @@ int RunRebase(const Flags& f) {
   return RegisterCombined(**reg, f, *tip, std::move(*r), {onto->id, tip->id}, message);
 }
 
-int RunTag(const Flags& f) {
+int RunTag(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
@@ -242,7 +242,7 @@ int RunTag(const Flags& f) {
   return 0;
 }
 
-int RunAliasSet(const Flags& f) {
+int RunAliasSet(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   std::optional<bool> protect;
@@ -254,7 +254,7 @@ int RunAliasSet(const Flags& f) {
   return 0;
 }
 
-int RunAliasRemove(const Flags& f) {
+int RunAliasRemove(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   if (Status s = (*reg)->RemoveAlias(f.name, f.alias, Actor::Local()); !s.ok())
@@ -263,7 +263,7 @@ int RunAliasRemove(const Flags& f) {
   return 0;
 }
 
-int RunAliasList(const Flags& f) {
+int RunAliasList(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   auto aliases = (*reg)->ListAliases(f.name);
@@ -275,7 +275,7 @@ int RunAliasList(const Flags& f) {
   return 0;
 }
 
-int RunBranchCreate(const Flags& f) {
+int RunBranchCreate(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   const std::string from = f.from.empty() ? "models:/" + f.name + "/branch/main" : f.from;
@@ -291,7 +291,7 @@ int RunBranchCreate(const Flags& f) {
   return 0;
 }
 
-int RunBranchList(const Flags& f) {
+int RunBranchList(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   auto branches = (*reg)->ListBranches(f.name);
@@ -299,7 +299,7 @@ int RunBranchList(const Flags& f) {
   return f.json ? PrintJson(BranchesJson(*branches)) : (PrintBranches(*branches), 0);
 }
 
-int RunBranchRemove(const Flags& f) {
+int RunBranchRemove(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   if (Status s = (*reg)->DeleteBranch(f.name, f.target, Actor::Local()); !s.ok())
@@ -308,7 +308,7 @@ int RunBranchRemove(const Flags& f) {
   return 0;
 }
 
-int RunExport(const Flags& f) {
+int RunExport(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
@@ -321,7 +321,7 @@ int RunExport(const Flags& f) {
   return 0;
 }
 
-int RunRemove(const Flags& f) {
+int RunRemove(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   Result<VersionInfo> v = (*reg)->Get(f.uri);
@@ -331,7 +331,7 @@ int RunRemove(const Flags& f) {
   return 0;
 }
 
-int RunGc(const Flags& f) {
+int RunGc(const ModelsFlags& f) {
   auto reg = Open(f);
   if (!reg.ok()) return Fail(kModels, reg.status());
   registry::GcOptions options;
@@ -361,7 +361,7 @@ int RunGc(const Flags& f) {
   return 0;
 }
 
-void AddRegister(CLI::App* models, Flags* f, int* exit_code) {
+void AddRegister(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* c =
       models->add_subcommand("register", "register a run, checkpoint or safetensors file");
   c->add_option("name", f->name, "registered model name")->required();
@@ -378,7 +378,7 @@ void AddRegister(CLI::App* models, Flags* f, int* exit_code) {
   c->callback([f, exit_code] { *exit_code = RunRegister(*f); });
 }
 
-void AddReads(CLI::App* models, Flags* f, int* exit_code) {
+void AddReads(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* ls = models->add_subcommand("ls", "list models, or the versions of one");
   ls->add_option("name", f->name, "a model: list its versions");
   ls->callback([f, exit_code] { *exit_code = RunList(*f); });
@@ -393,7 +393,7 @@ void AddReads(CLI::App* models, Flags* f, int* exit_code) {
   diff->callback([f, exit_code] { *exit_code = RunDiff(*f); });
 }
 
-void AddAliases(CLI::App* models, Flags* f, int* exit_code) {
+void AddAliases(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* alias = models->add_subcommand("alias", "named pointers to versions");
   alias->require_subcommand(1);
   CLI::App* set = alias->add_subcommand("set", "point ALIAS at VERSION (atomically)");
@@ -412,7 +412,7 @@ void AddAliases(CLI::App* models, Flags* f, int* exit_code) {
   ls->callback([f, exit_code] { *exit_code = RunAliasList(*f); });
 }
 
-void AddBranches(CLI::App* models, Flags* f, int* exit_code) {
+void AddBranches(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* branch = models->add_subcommand("branch", "movable heads with a history");
   branch->require_subcommand(1);
   CLI::App* create = branch->add_subcommand("create", "a new branch at a version");
@@ -429,7 +429,7 @@ void AddBranches(CLI::App* models, Flags* f, int* exit_code) {
   rm->callback([f, exit_code] { *exit_code = RunBranchRemove(*f); });
 }
 
-void AddCombines(CLI::App* models, Flags* f, int* exit_code) {
+void AddCombines(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* merge = models->add_subcommand("merge", "three-way merge of two versions");
   merge->add_option("uris", f->uris, "OURS THEIRS")->required()->expected(2);
   merge->add_option("--strategy", f->strategy,
@@ -450,7 +450,7 @@ void AddCombines(CLI::App* models, Flags* f, int* exit_code) {
   rebase->callback([f, exit_code] { *exit_code = RunRebase(*f); });
 }
 
-void AddChanges(CLI::App* models, Flags* f, int* exit_code) {
+void AddChanges(CLI::App* models, ModelsFlags* f, int* exit_code) {
   CLI::App* tag = models->add_subcommand("tag", "set or remove tags of a version");
   tag->add_option("uri", f->uri)->required();
   tag->add_option("tags", f->tags, "KEY=VALUE ...");
@@ -476,7 +476,7 @@ void AddChanges(CLI::App* models, Flags* f, int* exit_code) {
 }  // namespace
 
 void RegisterModels(CLI::App& app, int* exit_code) {
-  static Flags flags;
+  static ModelsFlags flags;
   CLI::App* models =
       app.add_subcommand("models", "the model registry: versions, branches, aliases");
   models->require_subcommand(1);

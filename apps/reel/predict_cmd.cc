@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "apps/reel/commands.h"
+#include "apps/reel/torch_commands.h"
 #include "models/cpu_allocator.h"
 #include "serve/model.h"
 #include "serve/predict.h"
@@ -64,8 +65,7 @@ int RunPredictCommand(const PredictFlags& f) {
 void RegisterPredict(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<PredictFlags>();
   serve::PredictOptions& o = f->options;
-  CLI::App* cmd = app.add_subcommand(
-      "predict", "classify every video of a folder, prefix, CSV/JSONL list or dataset");
+  CLI::App* cmd = app.add_subcommand("predict", TorchCommandNamed("predict").description);
   cmd->add_option("model", f->model,
                   "models:/name@alias, a run, a checkpoint, a .safetensors or TorchScript file")
       ->required();

@@ -69,7 +69,7 @@ wait_for_step() {  # wait_for_step NAME STEP (60 s at most)
   return 1
 }
 rank_pid() {  # rank_pid NAME RANK: the process of that rank in the job of $WORK/NAME.yaml
-  for p in $(pgrep -f -- "^[^ ]*reel train --config $WORK/$1.yaml"); do
+  for p in $(pgrep -f -- "^[^ ]*reel(-torch)? train --config $WORK/$1.yaml"); do
     tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "RANK=$2" && echo "$p"
   done
 }

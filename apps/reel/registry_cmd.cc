@@ -23,7 +23,7 @@
 namespace reel::cli {
 namespace {
 
-struct Flags {
+struct RegistryFlags {
   std::string registry, chunks;
   std::string host = "127.0.0.1";
   int port = 8600, threads = 4;
@@ -34,7 +34,7 @@ struct Flags {
 
 constexpr std::string_view kRegistry = "reel registry";  // the prefix of its error lines
 
-int RunServe(const Flags& f) {
+int RunServe(const RegistryFlags& f) {
   const sigset_t stop = BlockStopSignals();
   registry::ServiceOptions options;
   options.registry_uri = registry::RegistryUriOrDefault(f.registry);
@@ -68,7 +68,7 @@ int RunServe(const Flags& f) {
   return 0;
 }
 
-Result<std::unique_ptr<registry::AccessControl>> OpenAccess(const Flags& f) {
+Result<std::unique_ptr<registry::AccessControl>> OpenAccess(const RegistryFlags& f) {
   const std::string uri = registry::RegistryUriOrDefault(f.registry);
   if (uri.rfind("http", 0) == 0) {
     return InvalidArgumentError("--registry " + uri +
@@ -77,7 +77,7 @@ Result<std::unique_ptr<registry::AccessControl>> OpenAccess(const Flags& f) {
   return registry::AccessControl::Open(uri);
 }
 
-int RunUserAdd(const Flags& f) {
+int RunUserAdd(const RegistryFlags& f) {
   auto access = OpenAccess(f);
   if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::string> token = (*access)->AddUser(f.user, f.admin);
@@ -88,7 +88,7 @@ int RunUserAdd(const Flags& f) {
   return 0;
 }
 
-int RunUserToken(const Flags& f) {
+int RunUserToken(const RegistryFlags& f) {
   auto access = OpenAccess(f);
   if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::string> token = (*access)->RotateToken(f.user);
@@ -97,7 +97,7 @@ int RunUserToken(const Flags& f) {
   return 0;
 }
 
-int RunUserRemove(const Flags& f) {
+int RunUserRemove(const RegistryFlags& f) {
   auto access = OpenAccess(f);
   if (!access.ok()) return Fail(kRegistry, access.status());
   if (Status s = (*access)->RemoveUser(f.user); !s.ok()) return Fail(kRegistry, s);
@@ -105,7 +105,7 @@ int RunUserRemove(const Flags& f) {
   return 0;
 }
 
-int RunUserList(const Flags& f) {
+int RunUserList(const RegistryFlags& f) {
   auto access = OpenAccess(f);
   if (!access.ok()) return Fail(kRegistry, access.status());
   Result<std::vector<registry::UserInfo>> users = (*access)->ListUsers();
@@ -127,7 +127,7 @@ int RunUserList(const Flags& f) {
   return f.json ? PrintJson(out) : 0;
 }
 
-int RunGrant(const Flags& f) {
+int RunGrant(const RegistryFlags& f) {
   Result<registry::Role> role = registry::ParseRole(f.role);
   if (!role.ok()) return Fail(kRegistry, role.status());
   auto access = OpenAccess(f);
@@ -138,7 +138,7 @@ int RunGrant(const Flags& f) {
   return 0;
 }
 
-void AddServe(CLI::App* reg, Flags* f, int* exit_code) {
+void AddServe(CLI::App* reg, RegistryFlags* f, int* exit_code) {
   CLI::App* serve = reg->add_subcommand("serve", "serve the registry's HTTP API");
   serve->add_option("--host", f->host, "address to listen on (default 127.0.0.1)");
   serve->add_option("--port", f->port, "port (default 8600; 0 picks a free one)")
@@ -152,7 +152,7 @@ void AddServe(CLI::App* reg, Flags* f, int* exit_code) {
   serve->callback([f, exit_code] { *exit_code = RunServe(*f); });
 }
 
-void AddUsers(CLI::App* reg, Flags* f, int* exit_code) {
+void AddUsers(CLI::App* reg, RegistryFlags* f, int* exit_code) {
   CLI::App* user = reg->add_subcommand("user", "the server's users and their tokens");
   user->require_subcommand(1);
   CLI::App* add = user->add_subcommand("add", "make a user; prints their token once");
@@ -177,7 +177,7 @@ void AddUsers(CLI::App* reg, Flags* f, int* exit_code) {
 }  // namespace
 
 void RegisterRegistry(CLI::App& app, int* exit_code) {
-  static Flags flags;
+  static RegistryFlags flags;
   CLI::App* reg = app.add_subcommand("registry", "serve the model registry over HTTP; its users");
   reg->require_subcommand(1);
   reg->fallthrough();

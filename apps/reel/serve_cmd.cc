@@ -50,6 +50,7 @@
 #include "apps/reel/commands.h"
 #include "apps/reel/serve_flags.h"
 #include "apps/reel/stop_signals.h"
+#include "apps/reel/torch_commands.h"
 #include "base/files.h"
 #include "base/strings.h"
 #include "http/auth.h"
@@ -213,8 +214,7 @@ int RunStageServer(StageFlags f) {
 
 void RegisterServeStage(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<StageFlags>();
-  CLI::App* stage = app.add_subcommand(
-      "serve-stage", "the second stage of a model split by reel serve --stages 2 (internal)");
+  CLI::App* stage = app.add_subcommand("serve-stage", TorchCommandNamed("serve-stage").description);
   stage->group("");  // started by reel serve, not typed
   stage->add_option("source", f->options.source, "the model, as reel serve takes it")->required();
   stage->add_option("--from-unit", f->options.from_unit, "the first unit this stage runs")
@@ -290,22 +290,9 @@ int RunModelServer(ServeFlags f) {
 
 }  // namespace
 
-void EnsurePassiveOpenMp(int argc, char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY")) return;
-  int i = 1;  // the subcommand: the first word that is neither an option nor --log-level's value
-  while (i < argc && argv[i][0] == '-') i += std::string_view(argv[i]) == "--log-level" ? 2 : 1;
-  if (i >= argc ||
-      (std::string_view(argv[i]) != "serve" && std::string_view(argv[i]) != "predict")) {
-    return;
-  }
-  // libgomp reads its environment once, when it is loaded: set it, then start again.
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  execv("/proc/self/exe", argv);  // returns only on failure: serve with spinning threads then
-}
-
 void RegisterServe(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<ServeFlags>();
-  CLI::App* serve = app.add_subcommand("serve", "serve models over KServe v2 HTTP");
+  CLI::App* serve = app.add_subcommand("serve", TorchCommandNamed("serve").description);
   serve->add_option("models", f->models,
                     "[NAME=]URI: models:/name@alias, a run, a checkpoint, "
                     "a .safetensors file, a TorchScript file (or none, with a serve.yaml)");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "apps/reel/commands.h"
+#include "apps/reel/torch_commands.h"
 #include "base/files.h"
 #include "base/stop_request.h"
 #include "base/subprocess.h"
@@ -251,7 +252,7 @@ int RunEvalCommand(const EvalFlags& flags) {
 
 void RegisterTrain(CLI::App& app, int* exit_code) {
   static TrainFlags train_flags;
-  CLI::App* train = app.add_subcommand("train", "train a video classifier from a YAML config");
+  CLI::App* train = app.add_subcommand("train", TorchCommandNamed("train").description);
   train->add_option("--config", train_flags.config, "training config (YAML)")->required();
   train
       ->add_option("--set", train_flags.overrides,
@@ -287,8 +288,7 @@ void RegisterTrain(CLI::App& app, int* exit_code) {
   train->callback([exit_code] { *exit_code = RunTrainCommand(train_flags); });
 
   static EvalFlags eval_flags;
-  CLI::App* eval =
-      app.add_subcommand("eval", "evaluate a checkpoint: top-1/5, per class, video level");
+  CLI::App* eval = app.add_subcommand("eval", TorchCommandNamed("eval").description);
   eval->add_option("--config", eval_flags.config, "training config (YAML) of the run")->required();
   eval->add_option("--set", eval_flags.overrides, "override a config key")->take_all();
   CLI::Option* checkpoint = eval->add_option("--checkpoint", eval_flags.checkpoint,

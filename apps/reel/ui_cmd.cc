@@ -22,7 +22,7 @@
 namespace reel::cli {
 namespace {
 
-struct Flags {
+struct UiFlags {
   std::string host = "127.0.0.1";
   int port = 8750;
   std::string runs = "reel-data", registry, chunks, pipelines = "reel-data/pipelines", scheduler;
@@ -33,7 +33,7 @@ struct Flags {
 
 constexpr std::string_view kUi = "reel ui";
 
-console::ConsoleOptions OptionsFrom(const Flags& f) {
+console::ConsoleOptions OptionsFrom(const UiFlags& f) {
   console::ConsoleOptions o;
   std::error_code ec;
   // The defaults are optional: a folder that is not there is a source not shown.
@@ -54,7 +54,7 @@ console::ConsoleOptions OptionsFrom(const Flags& f) {
   return o;
 }
 
-int RunUi(const Flags& f) {
+int RunUi(const UiFlags& f) {
   const sigset_t stop = BlockStopSignals();
   const console::ConsoleOptions options = OptionsFrom(f);
   Result<std::unique_ptr<console::Console>> console = console::Console::Open(options);
@@ -83,7 +83,7 @@ int RunUi(const Flags& f) {
 }  // namespace
 
 void RegisterUi(CLI::App& app, int* exit_code) {
-  static Flags f;
+  static UiFlags f;
   CLI::App* ui =
       app.add_subcommand("ui", "the web console: runs, datasets, models, pipelines, serving");
   ui->add_option("--host", f.host, "address to listen on (default 127.0.0.1)");

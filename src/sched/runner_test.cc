@@ -297,6 +297,24 @@ TEST_F(RunnerTest, GpusAreHandedOutByIndex) {
 }
 
 // Real processes from here on.
+TEST_F(RunnerTest, ANewReelOrReelTorchBesideItRunsReelStepsAgain) {
+  std::filesystem::create_directories(dir_.Join("bin"));
+  WriteFile(dir_.Join("bin/reel"), "front 1");
+  WriteFile(dir_.Join("bin/reel-torch"), "torch 1");
+  options_.reel_binary = dir_.Join("bin/reel");
+  const std::string yaml = "name: p\ntasks:\n  - {name: t, command: [reel, train]}\n";
+  ASSERT_OK(RunFake(yaml));
+  ASSERT_OK_AND_ASSIGN(RunRecord again, RunFake(yaml));
+  EXPECT_EQ(Tasks(again.id)["t"].state, TaskState::kCached);
+  WriteFile(dir_.Join("bin/reel-torch"), "torch 2");  // `reel train` runs there
+  ASSERT_OK_AND_ASSIGN(RunRecord torch, RunFake(yaml));
+  EXPECT_EQ(Tasks(torch.id)["t"].state, TaskState::kSucceeded);
+  WriteFile(dir_.Join("bin/reel"), "front 2");
+  ASSERT_OK_AND_ASSIGN(RunRecord front, RunFake(yaml));
+  EXPECT_EQ(Tasks(front.id)["t"].state, TaskState::kSucceeded);
+  EXPECT_EQ(fake_.starts.size(), 3u);
+}
+
 class LocalRunnerTest : public RunnerTest {
  protected:
   Result<RunRecord> RunLocal(const std::string& yaml,

@@ -90,6 +90,11 @@ Result<std::string> TaskKey(const Task& task, const Pipeline& pipeline,
   };
   add("reel pipeline task v1");
   add(Fingerprint(program, workdir));
+  // `reel` hands LibTorch's commands to reel-torch beside it (apps/reel/commands.h): a change to
+  // either is a change to the program.
+  if (!task.command.empty() && task.command[0] == "reel") {
+    add(Fingerprint((fs::path(program).parent_path() / "reel-torch").string(), workdir));
+  }
   for (const std::string& arg : task.command) {
     REEL_ASSIGN_OR_RETURN(std::string rendered, Render(arg, task, pipeline, values));
     add(rendered);

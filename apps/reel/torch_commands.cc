@@ -1,0 +1,31 @@
+// `reel-torch`: LibTorch's commands themselves (commands.h says why they live apart).
+#include "apps/reel/torch_commands.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "apps/reel/commands.h"
+
+namespace reel::cli {
+
+std::optional<int> PrepareTorchCommand(int argc, char** argv) {
+  const std::string_view command = SubcommandOf(argc, argv);
+  if (std::getenv("OMP_WAIT_POLICY") || (command != "serve" && command != "predict")) {
+    return std::nullopt;
+  }
+  // libgomp reads its environment once, when it is loaded: set it, then start again. (`reel`
+  // sets it before handing over, so this start is paid only by reel-torch run by hand.)
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: serve with spinning threads then
+  return std::nullopt;
+}
+
+void RegisterTorchCommands(CLI::App& app, int* exit_code) {
+  RegisterTrain(app, exit_code);
+  RegisterServe(app, exit_code);
+  RegisterPredict(app, exit_code);
+  RegisterFeatures(app, exit_code);
+}
+
+}  // namespace reel::cli
