@@ -357,7 +357,7 @@ Status AddThroughputFigures(const Args& args, const std::string& work, const std
         pull, "MB/s", Goal::kAtLeast, 0.8 * cp);
     f.peer_name = "reel storage cp";
     f.peer = cp;
-    f.note = "in this process; the peer's time includes the reel process's start";
+    f.note = "in this process; the peer's time includes its process's start (0.04 s)";
     figures->push_back(f);
   }
   const VersionRow& deep = *pulled.front();
