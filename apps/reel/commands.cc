@@ -5,10 +5,15 @@
 
 namespace reel::cli {
 
-const TorchCommand& TorchCommandNamed(std::string_view name) {
+const TorchCommand* FindTorchCommand(std::string_view name) {
   for (const TorchCommand& command : kTorchCommands) {
-    if (name == command.name) return command;
+    if (name == command.name) return &command;
   }
+  return nullptr;
+}
+
+const TorchCommand& TorchCommandNamed(std::string_view name) {
+  if (const TorchCommand* command = FindTorchCommand(name)) return *command;
   std::fprintf(stderr, "reel: bug: '%.*s' is not one of kTorchCommands\n",
                static_cast<int>(name.size()), name.data());
   std::abort();

@@ -33,16 +33,23 @@ struct TorchCommand {
   const char* name;
   const char* description;
   bool internal;  // started by another command, not typed: left out of --help
+  // OpenMP's threads sleep when idle (OMP_WAIT_POLICY=PASSIVE, read once when LibTorch loads):
+  // spinning, they would take the cores a server's requests and a prediction's decoders need.
+  bool passive_openmp;
 };
 inline constexpr TorchCommand kTorchCommands[] = {
-    {"train", "train a video classifier from a YAML config", false},
-    {"eval", "evaluate a checkpoint: top-1/5, per class, video level", false},
-    {"serve", "serve models over KServe v2 HTTP", false},
-    {"serve-stage", "the second stage of a model split by reel serve --stages 2 (internal)", true},
-    {"predict", "classify every video of a folder, prefix, CSV/JSONL list or dataset", false},
-    {"features", "write one embedding per clip of a dataset, for training a head on them", false},
+    {"train", "train a video classifier from a YAML config", false, false},
+    {"eval", "evaluate a checkpoint: top-1/5, per class, video level", false, false},
+    {"serve", "serve models over KServe v2 HTTP", false, true},
+    {"serve-stage", "the second stage of a model split by reel serve --stages 2 (internal)", true,
+     false},
+    {"predict", "classify every video of a folder, prefix, CSV/JSONL list or dataset", false, true},
+    {"features", "write one embedding per clip of a dataset, for training a head on them", false,
+     false},
 };
-// kTorchCommands' entry for `name`; a bug (crash) when there is none.
+// kTorchCommands' entry for `name`, or null.
+const TorchCommand* FindTorchCommand(std::string_view name);
+// The same where there must be one; a bug (crash) when there is none.
 const TorchCommand& TorchCommandNamed(std::string_view name);
 
 // The subcommand argv names: its first word that is neither an option nor --log-level's value

@@ -10,8 +10,8 @@
 namespace reel::cli {
 
 std::optional<int> PrepareTorchCommand(int argc, char** argv) {
-  const std::string_view command = SubcommandOf(argc, argv);
-  if (std::getenv("OMP_WAIT_POLICY") || (command != "serve" && command != "predict")) {
+  const TorchCommand* command = FindTorchCommand(SubcommandOf(argc, argv));
+  if (command == nullptr || !command->passive_openmp || std::getenv("OMP_WAIT_POLICY")) {
     return std::nullopt;
   }
   // libgomp reads its environment once, when it is loaded: set it, then start again. (`reel`

@@ -13,26 +13,18 @@
 namespace reel::cli {
 namespace {
 
-bool IsTorchCommand(std::string_view name) {
-  for (const TorchCommand& command : kTorchCommands) {
-    if (name == command.name) return true;
-  }
-  return false;
-}
-
 // reel-torch is installed beside reel (the build folder, /usr/local/bin in the image).
 Result<std::string> TorchProgram() {
   REEL_ASSIGN_OR_RETURN(std::string self, ThisProgram());
   return (std::filesystem::path(self).parent_path() / "reel-torch").string();
 }
 
-int HandOff(std::string_view command, char** argv) {
-  const std::string name = "reel " + std::string(command);
+int HandOff(const TorchCommand& command, char** argv) {
+  const std::string name = std::string("reel ") + command.name;
   Result<std::string> program = TorchProgram();
   if (!program.ok()) return Fail(name, program.status());
-  // OpenMP reads its wait policy once, when LibTorch loads: spinning threads would take the
-  // cores a server's requests and a prediction's decoders need (a user's own setting stays).
-  if (command == "serve" || command == "predict") setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  // Set here, reel-torch need not start itself again to set it (a user's own setting stays).
+  if (command.passive_openmp) setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   execv(program->c_str(), argv);
   const int error = errno;
   return Fail(name, FailedPreconditionError(
@@ -43,9 +35,9 @@ int HandOff(std::string_view command, char** argv) {
 }  // namespace
 
 std::optional<int> PrepareTorchCommand(int argc, char** argv) {
-  const std::string_view command = SubcommandOf(argc, argv);
-  if (!IsTorchCommand(command)) return std::nullopt;
-  return HandOff(command, argv);
+  const TorchCommand* command = FindTorchCommand(SubcommandOf(argc, argv));
+  if (command == nullptr) return std::nullopt;
+  return HandOff(*command, argv);
 }
 
 void RegisterTorchCommands(CLI::App& app, int* exit_code) {
