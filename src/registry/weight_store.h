@@ -127,8 +127,11 @@ class WeightStore {
   Result<WeightManifest> Push(const models::SafetensorsFile& file, const WeightManifest* parent,
                               PushStats* stats = nullptr) const;
 
-  // The tensors, bit-exact. Errors: DataLoss naming the tensor and chunk for a missing chunk, a
-  // damaged one, or one whose content does not match its address; the store's other errors.
+  // The tensors, bit-exact. A chunk still in the base cache (a recent push's) is taken from
+  // there while the store holds it, checked against its address, instead of decoding its chain.
+  // Errors: DataLoss naming the tensor and chunk for a missing chunk, a damaged one (decoded:
+  // not in the cache), or one whose content does not match its address; the store's other
+  // errors.
   Result<models::SafetensorsFile> Pull(const WeightManifest& manifest) const {
     return Assemble(manifest, {});
   }
@@ -174,6 +177,7 @@ class WeightStore {
                   char* file, storage::ObjectWriter& out) const;
   Status FillPiece(const PullPiece& piece,
                    const std::map<std::string, std::string_view>& given) const;
+  bool FillFromCache(const PullPiece& piece) const;
   Result<std::string> DeltaOnParent(PushPiece& piece, const ChunkEncodeOptions& encode) const;
   Result<std::string> DeltaOnRoot(PushPiece& piece, const ChunkEncodeOptions& encode) const;
   Result<std::string> ChainRoot(const std::string& sha256, const std::string& what) const;

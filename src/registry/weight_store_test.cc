@@ -28,9 +28,19 @@ using models::TensorBytes;
 
 class WeightStoreTest : public ::testing::Test {
  protected:
-  WeightStoreOptions Options() {
+  // The tests' pulls decode what their pushes stored, as another process's would: a pull of the
+  // version just pushed copies it from the base cache instead, in the tests that give one.
+  static WeightStoreOptions Options() {
     WeightStoreOptions o;
     o.chunk_bytes = 10000;  // conv.weight: 3 chunks, the last shorter
+    return Uncached(o);
+  }
+  static WeightStoreOptions Uncached(WeightStoreOptions o) {
+    o.base_cache = std::make_shared<ChunkCache>(0);
+    return o;
+  }
+  static WeightStoreOptions Cached(WeightStoreOptions o) {
+    o.base_cache = std::make_shared<ChunkCache>(kDefaultBaseCacheBytes);
     return o;
   }
   std::shared_ptr<storage::MemoryStore> mem_ = std::make_shared<storage::MemoryStore>();
@@ -79,7 +89,7 @@ TEST_F(WeightStoreTest, AHeadOnlyFineTuneStoresOnlyTheHead) {
 TEST_F(WeightStoreTest, AFullFineTuneIsStoredAsSmallDeltas) {
   SafetensorsFile base;
   base.tensors["w"] = Floats({250000}, 3);  // 1 MB
-  WeightStore store(mem_, "", WeightStoreOptions{});
+  WeightStore store(mem_, "", Uncached({}));
   ASSERT_OK_AND_ASSIGN(WeightManifest parent, store.Push(base, nullptr));
   SafetensorsFile tuned = base;
   tuned.tensors["w"] = Moved(tuned.tensors["w"], 1e-3, 4);
@@ -147,27 +157,32 @@ TEST_F(WeightStoreTest, AChunkUnlikeItsChainsWholeChunkIsStoredWholeAtTheBound) 
 
 TEST_F(WeightStoreTest, DamagedOrMissingChunksAreDataLossNamingTheTensor) {
   ASSERT_OK_AND_ASSIGN(WeightManifest m, store_.Push(Model(1), nullptr));
+  const WeightStore reader(mem_, "weights/", Options());  // another process
   const ChunkRef& bias = m.tensors.at("conv.bias").chunks[0];
   // Other bytes under the address: a valid chunk, but not this one.
   ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(std::string(64, 'x'), 4, nullptr));
   ASSERT_OK(mem_->Put(store_.ChunkKey(bias.sha256), other));
-  Result<SafetensorsFile> swapped = store_.Pull(m);
+  Result<SafetensorsFile> swapped = reader.Pull(m);
   EXPECT_STATUS(swapped, StatusCode::kDataLoss);
   EXPECT_NE(swapped.status().message().find("conv.bias"), std::string::npos)
       << swapped.status().message();
   ASSERT_OK(mem_->Delete(store_.ChunkKey(bias.sha256)));
-  Result<SafetensorsFile> missing = store_.Pull(m);
-  EXPECT_STATUS(missing, StatusCode::kDataLoss);
-  EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+  // Missing from the store: DataLoss even where the pushing store still has it in its cache.
+  const WeightStore* const both[] = {&reader, &store_};
+  for (const WeightStore* s : both) {
+    Result<SafetensorsFile> missing = s->Pull(m);
+    EXPECT_STATUS(missing, StatusCode::kDataLoss);
+    EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+  }
   const ChunkRef& fc = m.tensors.at("fc.weight").chunks[0];
   ASSERT_OK_AND_ASSIGN(std::string enc, mem_->Get(store_.ChunkKey(fc.sha256)));
   enc[enc.size() / 2] = static_cast<char>(enc[enc.size() / 2] ^ 8);
   ASSERT_OK(mem_->Put(store_.ChunkKey(fc.sha256), enc));
-  EXPECT_STATUS(store_.Pull(m), StatusCode::kDataLoss);
+  EXPECT_STATUS(reader.Pull(m), StatusCode::kDataLoss);
 }
 
 TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
-  WeightStore store(mem_, "", WeightStoreOptions{});
+  WeightStore store(mem_, "", Uncached({}));
   SafetensorsFile model;
   model.tensors["w"] = Floats({1000}, 5);
   std::vector<WeightManifest> versions;
@@ -199,7 +214,7 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
 // A link whose header no longer fits the links below it (its raw size damaged) is named too,
 // as DataLoss: not the InvalidArgument its decode against a base of another size gives.
 TEST_F(WeightStoreTest, ALinkThatNoLongerFitsItsChainIsNamed) {
-  WeightStore store(mem_, "", WeightStoreOptions{});
+  WeightStore store(mem_, "", Uncached({}));
   SafetensorsFile model;
   model.tensors["w"] = Floats({1000}, 5);
   std::vector<WeightManifest> versions;
@@ -245,7 +260,7 @@ TEST_F(WeightStoreTest, WithCompressionOffChunksAreStoredAsTheyAre) {
 TEST_F(WeightStoreTest, PullsOnManyThreadsKeepTheOrder) {
   const SafetensorsFile model = Model(2);
   for (int threads : {1, 3}) {
-    WeightStoreOptions o;
+    WeightStoreOptions o = Uncached({});
     o.chunk_bytes = 256;  // conv.weight: over a hundred chunks
     o.threads = threads;
     WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
@@ -296,13 +311,44 @@ class PullToTest : public WeightStoreTest {
   void TearDown() override { SyncPoint::Get().Reset(); }
 };
 
+// The version just pushed is pulled from the push's cache, not decoded: a stored chunk damaged
+// since (which another process's pull reports) does not reach it. A cache entry that does not
+// hash to its address is never used.
+TEST_F(PullToTest, TheVersionJustPushedIsCopiedFromTheBaseCache) {
+  const WeightStore store(mem_, "", Cached(Options()));
+  ASSERT_OK_AND_ASSIGN(WeightManifest m1, store.Push(Model(1), nullptr));
+  SafetensorsFile moved = Model(1);
+  moved.tensors["conv.weight"] = Moved(moved.tensors["conv.weight"], 1e-3, 7);
+  ASSERT_OK_AND_ASSIGN(WeightManifest m2, store.Push(moved, &m1));
+  const ChunkRef& w = m2.tensors.at("conv.weight").chunks[1];
+  ASSERT_EQ(w.depth, 1) << "a delta: its pull would decode a chain";
+  ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(std::string(w.size, 'x'), 4, nullptr));
+  ASSERT_OK(mem_->Put(store.ChunkKey(w.sha256), other));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, store.Pull(m2));
+  ExpectSameFile(back, moved);
+  KeepsWrites out;
+  ASSERT_OK(store.PullTo(m2, out));
+  ASSERT_OK_AND_ASSIGN(std::string expected, models::WriteSafetensors(moved));
+  EXPECT_EQ(out.bytes(), expected);
+  const WeightStore reader(mem_, "", Options());
+  EXPECT_STATUS(reader.Pull(m2), StatusCode::kDataLoss);
+
+  // Other bytes cached under a sound chunk's address: the chain decodes instead.
+  WeightStoreOptions lying = Cached(Options());
+  const ChunkRef& bias = m1.tensors.at("conv.bias").chunks[0];
+  lying.base_cache->Insert(bias.sha256, std::string(bias.size, 'y'));
+  ASSERT_NE(lying.base_cache->Find(bias.sha256), nullptr);
+  ASSERT_OK_AND_ASSIGN(back, WeightStore(mem_, "", lying).Pull(m1));
+  ExpectSameFile(back, Model(1));
+}
+
 TEST_F(PullToTest, WritesTheSafetensorsFileWhileChunksDecodeOutOfOrder) {
   SafetensorsFile model = Model(2);
   model.tensors["odd"] = TensorBytes{"U8", {3}, "abc"};  // the tensor after it starts 5 bytes on
   SafetensorsFile tuned = model;
   tuned.tensors["conv.weight"] = Moved(tuned.tensors["conv.weight"], 1e-3, 9);
   for (int threads : {1, 3}) {
-    WeightStoreOptions o;
+    WeightStoreOptions o = Uncached({});
     o.chunk_bytes = 256;  // over a hundred pieces, which threads finish in any order
     o.threads = threads;
     WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
@@ -397,10 +443,8 @@ TEST_F(WeightStoreTest, ASuccessivePushTakesItsDeltaBasesFromTheCache) {
   SafetensorsFile tuned = model;
   tuned.tensors["conv.weight"] = Moved(model.tensors["conv.weight"], 1e-3, 7);
   auto counting = std::make_shared<CountsGets>();
-  WeightStoreOptions uncached_options = Options();
-  uncached_options.base_cache = std::make_shared<ChunkCache>(0);
-  WeightStore cached(counting, "cached/", Options());
-  WeightStore uncached(counting, "uncached/", uncached_options);
+  WeightStore cached(counting, "cached/", Cached(Options()));
+  WeightStore uncached(counting, "uncached/", Options());
   int reads[2];
   for (WeightStore* store : {&cached, &uncached}) {
     ASSERT_OK_AND_ASSIGN(WeightManifest parent, store->Push(model, nullptr));
@@ -438,9 +482,7 @@ TensorBytes Stepped(TensorBytes t, const TensorBytes& direction, double step, ui
 // came from the cache, or from decoding the base's chain without one), stored alike either way,
 // and every version pulls bit-exact.
 TEST_F(WeightStoreTest, ARunsCheckpointsAreLinearDeltasWithOrWithoutTheCache) {
-  WeightStoreOptions uncached_options = Options();
-  uncached_options.base_cache = std::make_shared<ChunkCache>(0);
-  WeightStore cached(mem_, "cached/", Options()), uncached(mem_, "uncached/", uncached_options);
+  WeightStore cached(mem_, "cached/", Cached(Options())), uncached(mem_, "uncached/", Options());
   const TensorBytes direction = Floats({16, 3, 3, 7, 7}, 99);
   for (WeightStore* store : {&cached, &uncached}) {
     SafetensorsFile model = Model(1);
@@ -487,7 +529,7 @@ TEST_F(WeightStoreTest, PushesOnManyThreadsStoreARepeatedChunkOnce) {
   SafetensorsFile model = Model(3);
   model.tensors["copy.weight"] = model.tensors["conv.weight"];
   for (int threads : {1, 3}) {
-    WeightStoreOptions o;
+    WeightStoreOptions o = Uncached({});
     o.chunk_bytes = 256;  // conv.weight and its copy: over a hundred chunks each
     o.threads = threads;
     WeightStore store(mem_, "t" + std::to_string(threads) + "/", o);
