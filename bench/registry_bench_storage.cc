@@ -23,6 +23,7 @@
 #include "models/model_zoo.h"
 #include "models/safetensors.h"
 #include "models/state_dict.h"
+#include "registry/chunk_cache.h"
 #include "registry/registry.h"
 #include "registry/weight_store.h"
 #include "testing/shell.h"
@@ -294,6 +295,21 @@ Result<VersionRow> StorageRun::Add(const std::string& label, const SafetensorsFi
            " s (delta depth " + std::to_string(row.depth) + ", max " +
            std::to_string(row.max_depth) + ")");
   return row;
+}
+
+Result<std::unique_ptr<Registry>> StorageRun::OpenUncached() const {
+  reel::registry::RegistryOptions options;
+  options.weights = weights_;
+  options.weights.base_cache = std::make_shared<reel::registry::ChunkCache>(0);
+  return Registry::Open(work_ + "/registry", options);
+}
+
+Status StorageRun::RegisterAgain(const VersionRow& row, const std::string& branch) {
+  REEL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(row.path));
+  REEL_ASSIGN_OR_RETURN(SafetensorsFile weights, reel::models::ReadSafetensors(bytes, row.path));
+  VersionRow again;
+  again.label = row.label + " again";
+  return Register(weights, branch, {}, &again);
 }
 
 Status StorageRun::Register(const SafetensorsFile& weights, const std::string& branch,

@@ -69,6 +69,12 @@ class StorageRun {
                          const std::string& branch, const std::vector<VersionId>& parents);
 
   Registry& registry() { return *registry_; }
+  // The registry as another process opens it: without the cache of the pushes made here.
+  Result<std::unique_ptr<Registry>> OpenUncached() const;
+  // Registers `row`'s weights again, as a version of their own on `branch`: nothing new is
+  // stored, and registry()'s cache holds their chunks as after the push that first stored them
+  // (the version a run has just registered).
+  Status RegisterAgain(const VersionRow& row, const std::string& branch);
   std::vector<std::string> peer_names() const {
     std::vector<std::string> names;
     for (const auto& p : peers_) names.push_back(p->name());
