@@ -268,6 +268,17 @@ Result<Latency> Measure(int repeat, const std::function<Status()>& op) {
   return Latency{Median(ms), *std::max_element(ms.begin(), ms.end())};
 }
 
+// A listing latency's figure (goal 50 ms), its note `note_prefix` and the slowest run.
+Figure ListingFigure(const std::string& versions, const std::string& name, const Latency& l,
+                     int repeat, const std::string& note_prefix) {
+  Figure f = MakeFigure("listing and search, " + versions + " versions in one model",
+                        name + ", median", l.median_ms, "ms", Goal::kAtMost, 50);
+  char max[64];
+  std::snprintf(max, sizeof max, "max %.3g ms of %d runs", l.max_ms, repeat);
+  f.note = note_prefix + max;
+  return f;
+}
+
 // The same reads as a person types them, `reel models ...`: its process's start counts (and
 // /bin/sh's, about a millisecond), printing to /dev/null.
 Status AddListingCommandFigures(const Args& args, const std::string& registry_dir,
@@ -285,13 +296,7 @@ Status AddListingCommandFigures(const Args& args, const std::string& registry_di
     REEL_ASSIGN_OR_RETURN(Latency l, Measure(args.list_repeat, [&] {
                             return Shell(line, registry_dir + "/commands.log").status();
                           }));
-    Figure f = MakeFigure("listing and search, " + n + " versions in one model", name + ", median",
-                          l.median_ms, "ms", Goal::kAtMost, 50);
-    char note[96];
-    std::snprintf(note, sizeof note, "process start included; max %.3g ms of %d runs", l.max_ms,
-                  args.list_repeat);
-    f.note = note;
-    figures->push_back(f);
+    figures->push_back(ListingFigure(n, name, l, args.list_repeat, "process start included; "));
   }
   return Status::Ok();
 }
@@ -326,12 +331,7 @@ Status AddListingFigures(const Args& args, const std::string& work, const std::s
        [&] { return registry->Get("models:/listing@production").status(); }}};
   for (const auto& [name, op] : ops) {
     REEL_ASSIGN_OR_RETURN(Latency l, Measure(args.list_repeat, op));
-    Figure f = MakeFigure("listing and search, " + n + " versions in one model", name + ", median",
-                          l.median_ms, "ms", Goal::kAtMost, 50);
-    char note[96];
-    std::snprintf(note, sizeof note, "max %.3g ms of %d runs", l.max_ms, args.list_repeat);
-    f.note = note;
-    figures->push_back(f);
+    figures->push_back(ListingFigure(n, name, l, args.list_repeat, ""));
   }
   REEL_RETURN_IF_ERROR(AddListingCommandFigures(args, work + "/listing", reel_cli, figures));
   REEL_ASSIGN_OR_RETURN(VersionInfo last, registry->Get("models:/listing"));

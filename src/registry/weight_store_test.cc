@@ -181,18 +181,41 @@ TEST_F(WeightStoreTest, DamagedOrMissingChunksAreDataLossNamingTheTensor) {
   EXPECT_STATUS(reader.Pull(m), StatusCode::kDataLoss);
 }
 
-TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
-  WeightStore store(mem_, "", Uncached({}));
-  SafetensorsFile model;
-  model.tensors["w"] = Floats({1000}, 5);
+// Three versions of one tensor "w", each a small move (seeded from `seed`) of the one before, so
+// the last is a chain of two deltas: their manifests and the tensor's bytes.
+struct PushedChain {
   std::vector<WeightManifest> versions;
   std::vector<std::string> raws;
+};
+Result<PushedChain> PushChainOfThree(const WeightStore& store, uint64_t seed) {
+  SafetensorsFile model;
+  model.tensors["w"] = Floats({1000}, 5);
+  PushedChain chain;
   for (int v = 0; v < 3; ++v) {
-    if (v > 0) model.tensors["w"] = Moved(model.tensors["w"], 1e-3, 200 + v);
-    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
-    versions.push_back(m);
-    raws.push_back(model.tensors["w"].data);
+    if (v > 0) model.tensors["w"] = Moved(model.tensors["w"], 1e-3, seed + v);
+    REEL_ASSIGN_OR_RETURN(WeightManifest m,
+                          store.Push(model, v > 0 ? &chain.versions.back() : nullptr));
+    chain.versions.push_back(std::move(m));
+    chain.raws.push_back(model.tensors["w"].data);
   }
+  return chain;
+}
+
+// The pulls of the versions above the damaged middle link are DataLoss whose message has `says`.
+void ExpectBothPullsName(const WeightStore& store, const PushedChain& chain,
+                         const std::string& says) {
+  for (int v : {1, 2}) {
+    Result<SafetensorsFile> r = store.Pull(chain.versions[v]);
+    EXPECT_STATUS(r, StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  }
+}
+
+TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
+  WeightStore store(mem_, "", Uncached({}));
+  ASSERT_OK_AND_ASSIGN(const PushedChain chain, PushChainOfThree(store, 200));
+  const std::vector<WeightManifest>& versions = chain.versions;
+  const std::vector<std::string>& raws = chain.raws;
   const ChunkRef middle = versions[1].tensors.at("w").chunks[0];
   ASSERT_EQ(versions[2].tensors.at("w").chunks[0].depth, 2);
   // A well-formed delta against the right base, but of other bytes: only the address check
@@ -200,13 +223,7 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
   const DeltaBase base{raws[0], 0, {}, {}};
   ASSERT_OK_AND_ASSIGN(std::string other, EncodeChunk(raws[2], 4, &base));
   ASSERT_OK(mem_->Put(store.ChunkKey(middle.sha256), other));
-  for (int v : {1, 2}) {
-    Result<SafetensorsFile> r = store.Pull(versions[v]);
-    EXPECT_STATUS(r, StatusCode::kDataLoss);
-    EXPECT_NE(r.status().message().find("chunk " + middle.sha256 + " holds other bytes"),
-              std::string::npos)
-        << r.status().message();
-  }
+  ExpectBothPullsName(store, chain, "chunk " + middle.sha256 + " holds other bytes");
   ASSERT_OK_AND_ASSIGN(SafetensorsFile first, store.Pull(versions[0]));
   EXPECT_EQ(first.tensors.at("w").data, raws[0]);
 }
@@ -215,25 +232,12 @@ TEST_F(WeightStoreTest, ADamagedLinkInADeltaChainIsNamed) {
 // as DataLoss: not the InvalidArgument its decode against a base of another size gives.
 TEST_F(WeightStoreTest, ALinkThatNoLongerFitsItsChainIsNamed) {
   WeightStore store(mem_, "", Uncached({}));
-  SafetensorsFile model;
-  model.tensors["w"] = Floats({1000}, 5);
-  std::vector<WeightManifest> versions;
-  for (int v = 0; v < 3; ++v) {
-    if (v > 0) model.tensors["w"] = Moved(model.tensors["w"], 1e-3, 300 + v);
-    ASSERT_OK_AND_ASSIGN(WeightManifest m, store.Push(model, v > 0 ? &versions.back() : nullptr));
-    versions.push_back(m);
-  }
-  const ChunkRef middle = versions[1].tensors.at("w").chunks[0];
+  ASSERT_OK_AND_ASSIGN(const PushedChain chain, PushChainOfThree(store, 300));
+  const ChunkRef middle = chain.versions[1].tensors.at("w").chunks[0];
   ASSERT_OK_AND_ASSIGN(std::string enc, mem_->Get(store.ChunkKey(middle.sha256)));
   enc[8] = static_cast<char>(enc[8] + 4);  // the raw size's low byte: one element more
   ASSERT_OK(mem_->Put(store.ChunkKey(middle.sha256), enc));
-  for (int v : {1, 2}) {
-    Result<SafetensorsFile> r = store.Pull(versions[v]);
-    EXPECT_STATUS(r, StatusCode::kDataLoss);
-    EXPECT_NE(r.status().message().find("chunk " + middle.sha256 + " is damaged"),
-              std::string::npos)
-        << r.status().message();
-  }
+  ExpectBothPullsName(store, chain, "chunk " + middle.sha256 + " is damaged");
 }
 
 TEST_F(WeightStoreTest, WithCompressionOffChunksAreStoredAsTheyAre) {
