@@ -722,6 +722,14 @@ Result<std::string> EncodeChunk(std::string_view raw, int element_width,
   return out;
 }
 
+Result<std::string> StoredChunkHeader(std::string_view raw, int element_width) {
+  ChunkEncodeOptions stored;
+  stored.compress = false;
+  REEL_RETURN_IF_ERROR(CheckEncodeArguments(raw, element_width, nullptr, stored));
+  return HeaderBytes(ChunkForm::kStored, ChunkGrouping::kNone, /*class_counts=*/false,
+                     element_width, /*depth=*/0, raw.size());
+}
+
 Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view what) {
   if (encoded.size() < kHeaderBytes || encoded.substr(0, 3) != kMagic.substr(0, 3)) {
     return DataLossError(Prefix(what) + "not a registry chunk (bad magic or truncated header)");

@@ -120,6 +120,11 @@ struct ChunkEncodeOptions {
 Result<std::string> EncodeChunk(std::string_view raw, int element_width, const DeltaBase* base,
                                 const ChunkEncodeOptions& options = {});
 
+// What EncodeChunk with compression off writes before `raw` itself: a stored chunk is this
+// header and then the raw bytes, which a writer can send as they are, without joining them.
+// Errors: EncodeChunk's.
+Result<std::string> StoredChunkHeader(std::string_view raw, int element_width);
+
 // The header of an encoded chunk. Errors: DataLoss (naming `what`) for a bad magic, form, width
 // or size; FailedPrecondition for a format version this build does not know.
 Result<ChunkHeader> ReadChunkHeader(std::string_view encoded, std::string_view what);

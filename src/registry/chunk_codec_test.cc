@@ -403,6 +403,9 @@ TEST(ChunkCodecTest, StoredChunksHoldTheRawBytesAndCanStartAChain) {
   EXPECT_EQ(h.depth, 0);
   EXPECT_EQ(stored.size(), 16 + c.raw[0].size());
   EXPECT_EQ(stored.substr(16), c.raw[0]);
+  ASSERT_OK_AND_ASSIGN(std::string header, StoredChunkHeader(c.raw[0], 4));
+  EXPECT_EQ(header + c.raw[0], stored) << "what a writer sends unjoined";
+  EXPECT_STATUS(StoredChunkHeader(c.raw[0], 3), StatusCode::kInvalidArgument);
   ASSERT_OK_AND_ASSIGN(std::string back, DecodeChunk(stored, "", "c"));
   EXPECT_EQ(back, c.raw[0]);
   ASSERT_OK_AND_ASSIGN(std::string alone, DecodeChain({stored}, "c"));

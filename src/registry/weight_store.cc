@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <unordered_map>
 #include <utility>
 
@@ -251,6 +252,37 @@ std::vector<size_t> StoringPieces(std::vector<WeightStore::PushPiece>& pieces,
   return storing;
 }
 
+// A push stores its chunks in groups made durable together (storage::PutBatch): a journal commit
+// per group rather than two per chunk, while a push killed halfway keeps the groups it finished
+// for its rerun. At most this many chunks and raw bytes per group.
+constexpr size_t kGroupChunks = 64;
+constexpr uint64_t kGroupBytes = 64 << 20;
+
+// The end of the group of storing[begin, ...).
+size_t GroupEnd(const std::vector<WeightStore::PushPiece>& pieces,
+                const std::vector<size_t>& storing, size_t begin) {
+  size_t end = begin;
+  uint64_t bytes = 0;
+  while (end < storing.size() && end - begin < kGroupChunks &&
+         (end == begin || bytes + pieces[storing[end]].raw.size() <= kGroupBytes)) {
+    bytes += pieces[storing[end]].raw.size();
+    ++end;
+  }
+  return end;
+}
+
+// Makes the group of storing[begin, end) durable and visible.
+Status CommitGroup(storage::PutBatch& batch, const std::vector<WeightStore::PushPiece>& pieces,
+                   const std::vector<size_t>& storing, size_t begin, size_t end) {
+  REEL_RETURN_IF_ERROR(batch.Commit());
+  for (size_t k = begin; k < end; ++k) {
+    if (pieces[storing[k]].stats.chunks_written > 0) {
+      REEL_SYNC_POINT("WeightStore::Push:ChunkStored");
+    }
+  }
+  return Status::Ok();
+}
+
 void AddPushStats(const PushStats& from, PushStats* to) {
   to->chunks_written += from.chunks_written;
   to->deltas_written += from.deltas_written;
@@ -259,8 +291,9 @@ void AddPushStats(const PushStats& from, PushStats* to) {
 
 }  // namespace
 
-// Describes the file (every chunk hashed), stores the new chunks (each address once), then keeps
-// the pushed chunks as the next push's delta bases; all three on Threads() threads.
+// Describes the file (every chunk hashed), stores the new chunks (each address once, in groups
+// made durable together), then keeps the pushed chunks as the next push's delta bases; all three
+// on Threads() threads.
 Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
                                          const WeightManifest* parent, PushStats* stats) const {
   if (options_.chunk_bytes < 8 || options_.max_chain < 0 || options_.max_chain > kMaxChunkDepth) {
@@ -273,8 +306,7 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
   REEL_ASSIGN_OR_RETURN(std::vector<PushPiece> pieces, PlanPush(file, parent, &out));
   std::vector<size_t> first_of;
   const std::vector<size_t> storing = StoringPieces(pieces, &first_of);
-  REEL_RETURN_IF_ERROR(ParallelFor(threads, storing.size(),
-                                   [&](size_t k) { return PushChunk(pieces[storing[k]]); }));
+  REEL_RETURN_IF_ERROR(StoreGroups(pieces, storing));
   PushStats local;
   if (stats == nullptr) stats = &local;
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -284,6 +316,9 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
     ++stats->chunks;
     stats->raw_bytes += p.raw.size();
   }
+  // Chunks stored as they are (compression off) are read back as fast as copied, and take no
+  // deltas: caching them would only copy them once more.
+  if (!options_.compress) return out;
   REEL_RETURN_IF_ERROR(ParallelFor(threads, pieces.size(), [&](size_t i) {
     options_.base_cache->Insert(pieces[i].ref->sha256, pieces[i].raw);
     return Status::Ok();
@@ -291,10 +326,32 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
   return out;
 }
 
+// Stores the chunks of pieces[storing[...]] group by group, each group's on Threads() threads.
+// A group commits on a thread of its own while the next one is written: the commit mostly waits
+// on the disk, the writing on the CPUs.
+Status WeightStore::StoreGroups(std::vector<PushPiece>& pieces,
+                                const std::vector<size_t>& storing) const {
+  std::future<Status> committing;  // the group before's
+  for (size_t begin = 0; begin < storing.size();) {
+    const size_t end = GroupEnd(pieces, storing, begin);
+    std::shared_ptr<storage::PutBatch> batch = store_->NewBatch();
+    const Status written = ParallelFor(Threads(), end - begin, [&](size_t k) {
+      return PushChunk(pieces[storing[begin + k]], *batch);
+    });
+    if (committing.valid()) REEL_RETURN_IF_ERROR(committing.get());
+    REEL_RETURN_IF_ERROR(written);
+    committing = std::async(std::launch::async, [&pieces, &storing, batch, begin, end] {
+      return CommitGroup(*batch, pieces, storing, begin, end);
+    });
+    begin = end;
+  }
+  return committing.valid() ? committing.get() : Status::Ok();
+}
+
 // Stores one piece's chunk unless the store has it (from another tensor or version, or an
 // interrupted push): as a delta when there is a base to take it against; whole when there is
 // none or the delta left nothing to gain (no smaller than the raw bytes).
-Status WeightStore::PushChunk(PushPiece& p) const {
+Status WeightStore::PushChunk(PushPiece& p, storage::PutBatch& batch) const {
   Result<int> stored_depth = StoredDepth(p.ref->sha256, p.what);
   if (stored_depth.ok()) {
     p.ref->depth = *stored_depth;
@@ -302,19 +359,29 @@ Status WeightStore::PushChunk(PushPiece& p) const {
   }
   if (stored_depth.status().code() != StatusCode::kNotFound) return stored_depth.status();
 
+  if (!options_.compress) return PutStored(p, batch);
   const ChunkEncodeOptions encode{options_.zstd_level, options_.compress};
   std::string encoded;
-  if (p.base != nullptr && options_.compress && options_.max_chain > 0) {
+  if (p.base != nullptr && options_.max_chain > 0) {
     REEL_ASSIGN_OR_RETURN(encoded, p.base->depth < options_.max_chain ? DeltaOnParent(p, encode)
                                                                       : DeltaOnRoot(p, encode));
   }
   if (encoded.empty()) {
     REEL_ASSIGN_OR_RETURN(encoded, EncodeChunk(p.raw, p.width, nullptr, encode));
   }
-  REEL_RETURN_IF_ERROR(store_->Put(ChunkKey(p.ref->sha256), encoded));
-  REEL_SYNC_POINT("WeightStore::PushChunk:Written");
+  REEL_RETURN_IF_ERROR(batch.Put(ChunkKey(p.ref->sha256), encoded));
   p.stats.chunks_written = 1;
   p.stats.stored_bytes = encoded.size();
+  return Status::Ok();
+}
+
+// Compression off: the piece's header and then its raw bytes, sent as they are rather than
+// copied into one string first (a copy into fresh memory costs a page fault per 4 KiB).
+Status WeightStore::PutStored(PushPiece& p, storage::PutBatch& batch) const {
+  REEL_ASSIGN_OR_RETURN(const std::string header, StoredChunkHeader(p.raw, p.width));
+  REEL_RETURN_IF_ERROR(batch.PutJoined(ChunkKey(p.ref->sha256), {header, p.raw}));
+  p.stats.chunks_written = 1;
+  p.stats.stored_bytes = header.size() + p.raw.size();
   return Status::Ok();
 }
 

@@ -15,8 +15,10 @@
 // tensor its dtype, shape, chunk list and an identity, the SHA-256 of its chunks' addresses (two
 // tensors with the same identity hold the same bytes).
 //
-// Crash safety: each chunk is one object Put whole, under the address of its content; a push
-// killed halfway leaves only complete chunks, which the rerun finds and does not write again.
+// Crash safety: each chunk is one object put whole, under the address of its content, in groups
+// made durable together (at most 64 chunks and 64 MiB: a folder pays its fsyncs per group, not
+// per chunk); a push killed halfway leaves only complete chunks, those of the groups it finished,
+// which the rerun finds and does not write again.
 // Thread-safety: a WeightStore's only mutable state is its thread-safe cache; share it across
 // threads.
 #pragma once
@@ -77,7 +79,7 @@ struct WeightStoreOptions {
   uint64_t chunk_bytes = 4 << 20;  // at most this many raw bytes per chunk (whole elements)
   int max_chain = 8;               // deltas in a row before a chain starts again (0: none)
   int zstd_level = 1;
-  bool compress = true;  // false: chunks stored as they are (no zstd, no deltas)
+  bool compress = true;  // false: chunks stored as they are (no zstd, no deltas, none cached)
   int threads = 0;       // threads a push or a pull works on (0: one per core)
   // The raw chunks of the last pushes, the likely delta bases of the next (chunk_cache.h); null:
   // a cache of kDefaultBaseCacheBytes of the store's own, in memory only (a folder registry
@@ -169,7 +171,9 @@ class WeightStore {
   Result<std::vector<PushPiece>> PlanPush(const models::SafetensorsFile& file,
                                           const WeightManifest* parent,
                                           WeightManifest* described) const;
-  Status PushChunk(PushPiece& piece) const;
+  Status StoreGroups(std::vector<PushPiece>& pieces, const std::vector<size_t>& storing) const;
+  Status PushChunk(PushPiece& piece, storage::PutBatch& batch) const;
+  Status PutStored(PushPiece& piece, storage::PutBatch& batch) const;
   Result<std::vector<PullPiece>> PlanPull(
       const WeightManifest& manifest,
       const std::function<char*(const std::string& name, const TensorEntry& t)>& place) const;

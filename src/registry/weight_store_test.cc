@@ -442,6 +442,95 @@ class CountsGets : public storage::MemoryStore {
   std::atomic<int> gets_{0};
 };
 
+// Records how many objects each commit of a batch made visible, and whether any Put came first.
+class RecordsBatches : public storage::MemoryStore {
+ public:
+  std::unique_ptr<storage::PutBatch> NewBatch() override { return std::make_unique<Batch>(this); }
+  std::vector<int> committed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return committed_;
+  }
+
+ private:
+  class Batch : public storage::PutBatch {
+   public:
+    explicit Batch(RecordsBatches* store) : store_(store) {}
+    Status Put(std::string_view key, std::string_view data) override {
+      ++puts_;
+      return store_->Put(key, data);
+    }
+    Status Commit() override {
+      std::lock_guard<std::mutex> lock(store_->mu_);
+      store_->committed_.push_back(puts_.exchange(0));
+      return Status::Ok();
+    }
+
+   private:
+    RecordsBatches* store_;
+    std::atomic<int> puts_{0};
+  };
+  std::mutex mu_;
+  std::vector<int> committed_;
+};
+
+// A tensor of `chunks` chunks of `chunk_bytes` each, every chunk different.
+TensorBytes DistinctChunks(int chunks, uint64_t chunk_bytes) {
+  TensorBytes t{"U8", {static_cast<int64_t>(chunks * chunk_bytes)}, ""};
+  for (int i = 0; i < chunks; ++i) t.data += std::string(chunk_bytes, static_cast<char>(i));
+  return t;
+}
+
+// A push's chunks are made durable in groups (one journal commit each on a folder): at most 64
+// chunks, and at most 64 MiB of them, per group.
+TEST_F(WeightStoreTest, ChunksAreStoredInGroupsOfAtMost64ChunksAnd64MiB) {
+  auto store = std::make_shared<RecordsBatches>();
+  WeightStoreOptions small = Options();
+  small.chunk_bytes = 64;
+  SafetensorsFile many;
+  many.tensors["t"] = DistinctChunks(150, 64);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest m,
+                       WeightStore(store, "a/", small).Push(many, nullptr, &stats));
+  EXPECT_EQ(store->committed(), (std::vector<int>{64, 64, 22}));
+  EXPECT_EQ(stats.chunks_written, 150);
+
+  auto big_store = std::make_shared<RecordsBatches>();
+  WeightStoreOptions big = Options();
+  big.chunk_bytes = 5 << 20;
+  SafetensorsFile large;
+  large.tensors["t"] = DistinctChunks(15, 5 << 20);  // 75 MiB: 12 chunks fill 60 MiB
+  ASSERT_OK_AND_ASSIGN(WeightManifest l, WeightStore(big_store, "b/", big).Push(large, nullptr));
+  EXPECT_EQ(big_store->committed(), (std::vector<int>{12, 3}));
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, WeightStore(big_store, "b/", big).Pull(l));
+  ExpectSameFile(back, large);
+}
+
+// Chunks stored as they are read back as fast as copied and take no deltas, so a push with
+// compression off caches none; a push with it back on takes its deltas against them from the store.
+TEST_F(WeightStoreTest, WithCompressionOffNothingIsCachedAndDeltasReadTheStoredChunks) {
+  auto cache = std::make_shared<ChunkCache>(kDefaultBaseCacheBytes);
+  auto counting = std::make_shared<CountsGets>();
+  WeightStoreOptions off = Options();
+  off.compress = false;
+  off.base_cache = cache;
+  const SafetensorsFile model = Model(1);
+  PushStats stats;
+  ASSERT_OK_AND_ASSIGN(WeightManifest first,
+                       WeightStore(counting, "", off).Push(model, nullptr, &stats));
+  EXPECT_EQ(stats.stored_bytes, stats.raw_bytes + 16u * stats.chunks_written);
+  EXPECT_EQ(cache->size(), 0u);
+  WeightStoreOptions on = Options();
+  on.base_cache = cache;
+  SafetensorsFile tuned = model;
+  tuned.tensors["conv.weight"] = Moved(tuned.tensors["conv.weight"], 1e-3, 5);
+  ASSERT_OK_AND_ASSIGN(WeightManifest second,
+                       WeightStore(counting, "", on).Push(tuned, &first, &stats));
+  EXPECT_EQ(stats.deltas_written, 3);
+  EXPECT_EQ(counting->gets_, 3) << "each delta's stored base read once";
+  ASSERT_OK_AND_ASSIGN(SafetensorsFile back, WeightStore(counting, "", Options()).Pull(second));
+  ExpectSameFile(back, tuned);
+}
+
 TEST_F(WeightStoreTest, ASuccessivePushTakesItsDeltaBasesFromTheCache) {
   SafetensorsFile model = Model(1);
   SafetensorsFile tuned = model;

@@ -5,7 +5,9 @@
 // (".reel-tmp-*", never listed), is fsync'ed, then renamed over the target and the directory
 // fsync'ed, so readers see the old or the new object, never a torn one, even across a crash or
 // with many processes writing the same key. PutIfAbsent publishes with link(2), which fails if
-// the name exists, so exactly one racing writer wins.
+// the name exists, so exactly one racing writer wins. A batch (NewBatch) writes its temp files
+// at Put and does the fsyncs and renames of all of them at Commit. A writer killed halfway
+// leaves its temp files behind (never listed; nothing removes them yet).
 //
 // Errors beyond ObjectStore's: NotFound when the root does not exist at open time;
 // FailedPrecondition when a key's parent is a file ("a" is an object, so "a/b" cannot be).
@@ -40,6 +42,8 @@ class LocalStore : public ObjectStore {
   Status Delete(std::string_view key) override;
   Result<std::unique_ptr<ObjectReader>> OpenReader(std::string_view key) override;
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(std::string_view key) override;
+  // Puts written at once and flushed together at Commit: two journal commits per batch.
+  std::unique_ptr<PutBatch> NewBatch() override;
   // The object's file (nullopt for an invalid key); it may not exist.
   std::optional<std::string> LocalPath(std::string_view key) const override;
 

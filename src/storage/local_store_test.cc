@@ -316,5 +316,54 @@ TEST(LocalStoreTest, DurablePutsFromThreadsLeaveOneWholeObject) {
   EXPECT_EQ(FilesUnder(dir.Join("root")), std::vector<std::string>{"k"});
 }
 
+// A batch's objects appear only at Commit, each whole, and a batch dropped before it leaves
+// nothing behind, not even its temp files.
+TEST(LocalStoreTest, BatchShowsItsObjectsAtCommitAndDroppedLeavesNothing) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.Join("root"));
+  ASSERT_OK(store->Put("kept", "before"));
+  {
+    std::unique_ptr<PutBatch> dropped = store->NewBatch();
+    ASSERT_OK(dropped->Put("kept", "replaced, never committed"));
+    ASSERT_OK(dropped->Put("a/new", RandomBytes(100000, 4)));
+    EXPECT_STATUS(store->Get("a/new"), StatusCode::kNotFound);
+  }
+  EXPECT_EQ(*store->Get("kept"), "before");
+  EXPECT_EQ(FilesUnder(dir.Join("root")), std::vector<std::string>{"kept"});
+
+  std::unique_ptr<PutBatch> batch = store->NewBatch();
+  ASSERT_OK(batch->Put("kept", "after"));
+  ASSERT_OK(batch->Put("a/new", "new"));
+  EXPECT_EQ(*store->Get("kept"), "before");
+  EXPECT_STATUS(store->Get("a/new"), StatusCode::kNotFound);
+  ASSERT_OK(batch->Commit());
+  EXPECT_EQ(*store->Get("kept"), "after");
+  EXPECT_EQ(*store->Get("a/new"), "new");
+  EXPECT_EQ(FilesUnder(dir.Join("root")), (std::vector<std::string>{"a/new", "kept"}));
+}
+
+TEST(LocalStoreTest, BatchRefusesAKeyUnderAFileAtPut) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.Join("root"));
+  ASSERT_OK(store->Put("file", "x"));
+  std::unique_ptr<PutBatch> batch = store->NewBatch();
+  EXPECT_STATUS(batch->Put("file/below", "y"), StatusCode::kFailedPrecondition);
+  ASSERT_OK(batch->Commit());
+  EXPECT_EQ(FilesUnder(dir.Join("root")), std::vector<std::string>{"file"});
+}
+
+// Without fsync a batch has nothing to share, and its Puts are the store's, at once.
+TEST(LocalStoreTest, BatchWithoutFsyncPutsAtOnce) {
+  TempDir dir;
+  LocalStoreOptions scratch;
+  scratch.fsync = false;
+  auto store = OpenOrDie(dir.Join("root"), scratch);
+  std::unique_ptr<PutBatch> batch = store->NewBatch();
+  ASSERT_OK(batch->Put("k", "v"));
+  EXPECT_EQ(*store->Get("k"), "v");
+  ASSERT_OK(batch->Commit());
+  EXPECT_EQ(*store->Get("k"), "v");
+}
+
 }  // namespace
 }  // namespace reel::storage

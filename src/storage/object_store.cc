@@ -1,6 +1,30 @@
 #include "storage/object_store.h"
 
 namespace reel::storage {
+namespace {
+
+// Each Put at once: what a store whose Puts cost no more alone than together gives.
+class ImmediateBatch : public PutBatch {
+ public:
+  explicit ImmediateBatch(ObjectStore& store) : store_(store) {}
+  Status Put(std::string_view key, std::string_view data) override { return store_.Put(key, data); }
+  Status Commit() override { return Status::Ok(); }
+
+ private:
+  ObjectStore& store_;
+};
+
+}  // namespace
+
+Status PutBatch::PutJoined(std::string_view key, const std::vector<std::string_view>& pieces) {
+  std::string joined;
+  for (std::string_view piece : pieces) joined += piece;
+  return Put(key, joined);
+}
+
+std::unique_ptr<PutBatch> ObjectStore::NewBatch() {
+  return std::make_unique<ImmediateBatch>(*this);
+}
 
 std::string ObjectUri(const ObjectStore& store, std::string_view key) {
   std::string uri = store.uri();

@@ -74,6 +74,21 @@ class ObjectWriter {
   virtual Status Close() = 0;
 };
 
+// Puts made durable and visible together at Commit, so that a store on a file system pays one
+// journal commit for the whole batch instead of two per object (a registry push writes hundreds
+// of chunks). Put is safe from many threads at once. After a successful Commit, every object Put
+// before it is visible and durable; before it, an object may or may not be visible (a store
+// without batches puts it at once). Commit may be called again for later Puts. Destroying a
+// batch discards what it had not made visible. Errors: those of ObjectStore::Put.
+class PutBatch {
+ public:
+  virtual ~PutBatch() = default;
+  virtual Status Put(std::string_view key, std::string_view data) = 0;
+  // Put of the pieces one after another, without joining them first where the store can.
+  virtual Status PutJoined(std::string_view key, const std::vector<std::string_view>& pieces);
+  virtual Status Commit() = 0;
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -124,6 +139,9 @@ class ObjectStore {
   virtual Status Prefetch(std::string_view key) {
     return UnimplementedError(uri() + " reads in place: nothing to prefetch");
   }
+
+  // A batch of Puts (PutBatch). By default each of its Puts is the store's Put, at once.
+  virtual std::unique_ptr<PutBatch> NewBatch();
 
   // Creates the bucket this store is rooted at (S3's CreateBucket). Unimplemented for stores
   // without buckets; AlreadyExists when it exists.

@@ -273,6 +273,34 @@ TYPED_TEST(StoreConformanceTest, WriterDestroyedWithoutCloseLeavesNothing) {
   EXPECT_EQ(this->maker_.RawFiles(), std::vector<std::string>{});
 }
 
+TYPED_TEST(StoreConformanceTest, BatchPutsFromThreadsAreAllThereAfterCommit) {
+  ObjectStore& store = *this->store_;
+  ASSERT_OK(store.Put("batch/3", "old"));
+  std::unique_ptr<PutBatch> batch = store.NewBatch();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < 40; i += 4) {
+        EXPECT_OK(batch->Put("batch/" + std::to_string(i), RandomBytes(i * 997, 500 + i)));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_OK(batch->Commit());
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(*store.Get("batch/" + std::to_string(i)), RandomBytes(i * 997, 500 + i)) << i;
+  }
+  // A batch goes on after a commit, and bad keys are refused at Put.
+  ASSERT_OK(batch->PutJoined("batch/40", {"la", "", "ter"}));
+  EXPECT_STATUS(batch->Put("../escape", "x"), StatusCode::kInvalidArgument);
+  ASSERT_OK(batch->Commit());
+  EXPECT_EQ(*store.Get("batch/40"), "later");
+  EXPECT_EQ(ListAll(store, "batch/")->size(), 41u);
+  if (TypeParam::kOnDisk) {
+    EXPECT_EQ(this->maker_.RawFiles().size(), 41u);  // no temp file left
+  }
+}
+
 TYPED_TEST(StoreConformanceTest, ReaderReadsWholeObjectInSmallReads) {
   ObjectStore& store = *this->store_;
   std::string data = RandomBytes(10007, 4);
