@@ -331,6 +331,7 @@ Result<WeightManifest> WeightStore::Push(const models::SafetensorsFile& file,
 // on the disk, the writing on the CPUs.
 Status WeightStore::StoreGroups(std::vector<PushPiece>& pieces,
                                 const std::vector<size_t>& storing) const {
+  ThreadPool committer(1);         // on an early return, it finishes the commit it began
   std::future<Status> committing;  // the group before's
   for (size_t begin = 0; begin < storing.size();) {
     const size_t end = GroupEnd(pieces, storing, begin);
@@ -340,7 +341,7 @@ Status WeightStore::StoreGroups(std::vector<PushPiece>& pieces,
     });
     if (committing.valid()) REEL_RETURN_IF_ERROR(committing.get());
     REEL_RETURN_IF_ERROR(written);
-    committing = std::async(std::launch::async, [&pieces, &storing, batch, begin, end] {
+    committing = committer.Submit([&pieces, &storing, batch, begin, end] {
       return CommitGroup(*batch, pieces, storing, begin, end);
     });
     begin = end;

@@ -43,14 +43,23 @@ Status MakeDirs(const std::string& dir) {
   return Status::Ok();
 }
 
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "open directory '" + dir + "'");
+// Opens `path` read-only (with `flags` added), fsyncs it and closes it: fsync acts on the file or
+// folder, whichever descriptor asks. `what`: "directory " or "" for messages.
+Status FsyncByName(const std::string& path, int flags, const std::string& what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return ErrnoToStatus(errno, "open " + what + "'" + path + "'");
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
-  if (rc != 0) return ErrnoToStatus(err, "fsync directory '" + dir + "'");
+  if (rc != 0) return ErrnoToStatus(err, "fsync " + what + "'" + path + "'");
   return Status::Ok();
+}
+
+Status FsyncDir(const std::string& dir) { return FsyncByName(dir, O_DIRECTORY, "directory "); }
+
+// What replacing or linking over a folder of objects returns.
+Status DirectoryInTheWay(const std::string& path) {
+  return FailedPreconditionError("'" + path + "' is a directory of other objects");
 }
 
 // Writes in bounded pieces and, for files that will be fsync'ed, starts writeback of each piece
@@ -148,24 +157,14 @@ class TempFile {
     return Status::Ok();
   }
 
-  // Makes a sealed file's bytes durable (fsync acts on the file, whichever descriptor asks).
-  Status SyncSealed() const {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoToStatus(errno, "open '" + path_ + "'");
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0) return ErrnoToStatus(err, "fsync '" + path_ + "'");
-    return Status::Ok();
-  }
+  // Makes a sealed file's bytes durable.
+  Status SyncSealed() const { return FsyncByName(path_, 0, ""); }
 
   // Gives a sealed file its final name, replacing what had it.
   Status Rename() {
     if (::rename(path_.c_str(), final_path_.c_str()) != 0) {
       const int err = errno;
-      if (err == EISDIR) {
-        return FailedPreconditionError("'" + final_path_ + "' is a directory of other objects");
-      }
+      if (err == EISDIR) return DirectoryInTheWay(final_path_);
       return ErrnoToStatus(err, "rename to '" + final_path_ + "'");
     }
     published_ = true;
@@ -183,7 +182,7 @@ class TempFile {
     if (err == EEXIST) {
       struct stat st;
       if (::lstat(final_path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        return FailedPreconditionError("'" + final_path_ + "' is a directory of other objects");
+        return DirectoryInTheWay(final_path_);
       }
       return AlreadyExistsError("'" + final_path_ + "' already exists");
     }
